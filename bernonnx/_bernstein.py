@@ -1,0 +1,158 @@
+"""Bernstein-polynomial math shared by every Bernstein calibrator.
+
+Small pure functions on numpy arrays: the basis, degree elevation, and the
+weighted moment sums a least-squares fit needs. Nothing here knows about
+estimators, so the ONNX converters can mirror each formula one to one.
+
+The degree-``d`` Bernstein basis on ``[0, 1]`` is
+
+    b_{k,d}(u) = C(d, k) u^k (1 - u)^(d - k),   k = 0..d.
+
+Two identities make fitting independent of the sample size ``n`` after one
+pass over the data:
+
+* product rule: ``b_{j,d} b_{k,d} = C(d,j) C(d,k) / C(2d, j+k) b_{j+k,2d}``,
+  so the Gram matrix ``sum_i w_i b(u_i) b(u_i)^T`` is a function of the
+  ``2d + 1`` moments ``m_l = sum_i w_i b_{l,2d}(u_i)``;
+* degree elevation: ``b_{j,d} = sum_k E[j, k] b_{k,D}`` for ``D >= d``, so
+  the right-hand side ``sum_i w_i y_i b(u_i)`` also follows from degree-2d
+  moments, and a lower-degree Gram matrix follows from a higher-degree one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import comb
+
+#: Rows processed at once: bounds the temporary basis matrix to about
+#: ``CHUNK * (2 * degree + 1) * 8`` bytes (about 27 MB at degree 100).
+CHUNK = 16384
+
+
+def binomial_row(degree: int) -> np.ndarray:
+    """Binomial coefficients ``C(degree, k)`` for ``k = 0..degree`` in float64."""
+    return comb(degree, np.arange(degree + 1), exact=False)
+
+
+def bernstein_basis(u: np.ndarray, degree: int, dtype=np.float64) -> np.ndarray:
+    """Evaluate the degree-``degree`` Bernstein basis at ``u``.
+
+    Parameters
+    ----------
+    u : ndarray of shape (n,)
+        Points in ``[0, 1]``.
+    degree : int
+        Polynomial degree ``d >= 0``.
+    dtype : numpy dtype, default=float64
+        Dtype of the computation and of the result.
+
+    Returns
+    -------
+    basis : ndarray of shape (n, degree + 1)
+        ``basis[i, k] = C(d, k) u_i^k (1 - u_i)^(d - k)``.
+
+    Notes
+    -----
+    Powers come from running products rather than ``np.power``: ``d``
+    multiplications per row instead of ``d`` transcendental calls. ``0 ** 0``
+    is 1, so ``u = 0`` and ``u = 1`` give the exact unit vectors.
+    """
+    u = np.asarray(u, dtype=dtype)
+    n = u.shape[0]
+    up = np.empty((n, degree + 1), dtype=dtype)
+    up[:, 0] = 1
+    if degree:
+        up[:, 1:] = u[:, None]
+        np.cumprod(up, axis=1, out=up)
+    vp = np.empty((n, degree + 1), dtype=dtype)
+    vp[:, 0] = 1
+    if degree:
+        vp[:, 1:] = (1 - u)[:, None]
+        np.cumprod(vp, axis=1, out=vp)
+    up *= vp[:, ::-1]
+    up *= binomial_row(degree).astype(dtype)
+    return up
+
+
+def bernstein_eval(u: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """Evaluate ``sum_k coef[k] b_{k,d}(u)`` with ``d = len(coef) - 1``.
+
+    Works chunk by chunk so memory stays ``O(CHUNK * d)`` for any ``n``.
+    The dtype of ``u`` is kept.
+    """
+    u = np.asarray(u)
+    dtype = u.dtype if u.dtype in (np.float32, np.float64) else np.float64
+    coef = np.asarray(coef, dtype=dtype)
+    degree = coef.shape[0] - 1
+    out = np.empty(u.shape[0], dtype=dtype)
+    for start in range(0, u.shape[0], CHUNK):
+        stop = start + CHUNK
+        out[start:stop] = bernstein_basis(u[start:stop], degree, dtype) @ coef
+    return out
+
+
+def elevation_matrix(degree: int, target: int) -> np.ndarray:
+    """Matrix ``E`` of shape ``(degree + 1, target + 1)`` with ``b_d = E b_D``.
+
+    ``E[j, k] = C(d, j) C(D - d, k - j) / C(D, k)`` for ``j <= k <= j + D - d``.
+    """
+    if target < degree:
+        raise ValueError(f"target degree {target} is below degree {degree}")
+    j = np.arange(degree + 1)[:, None]
+    k = np.arange(target + 1)[None, :]
+    diff = k - j
+    valid = (diff >= 0) & (diff <= target - degree)
+    e = comb(degree, j) * comb(target - degree, np.where(valid, diff, 0)) / comb(target, k)
+    return np.where(valid, e, 0.0)
+
+
+def moments(
+    u: np.ndarray, weights: np.ndarray, degree: int, values: np.ndarray | None = None
+) -> np.ndarray:
+    """Weighted sums of the degree-``degree`` basis over the data.
+
+    Returns ``M`` of shape ``(degree + 1, c)`` with ``M[l, 0] = sum_i w_i
+    b_{l,degree}(u_i)`` and, when ``values`` (shape ``(n,)`` or ``(n, c - 1)``)
+    is given, ``M[l, j + 1] = sum_i w_i values_ij b_{l,degree}(u_i)``. One pass
+    over ``u`` in chunks: the only work that grows with ``n``.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    cols = [np.asarray(weights, dtype=np.float64)[:, None]]
+    if values is not None:
+        values = np.asarray(values, dtype=np.float64)
+        values = values[:, None] if values.ndim == 1 else values
+        cols.append(values * cols[0])
+    rhs = np.hstack(cols)
+    out = np.zeros((degree + 1, rhs.shape[1]))
+    for start in range(0, u.shape[0], CHUNK):
+        stop = start + CHUNK
+        out += bernstein_basis(u[start:stop], degree).T @ rhs[start:stop]
+    return out
+
+
+def gram_from_moments(m2d: np.ndarray, degree: int) -> np.ndarray:
+    """Gram matrix ``G[j, k] = sum_i w_i b_{j,d}(u_i) b_{k,d}(u_i)``.
+
+    ``m2d`` holds the ``2d + 1`` weighted moments of the degree-``2d`` basis
+    (first column of :func:`moments` at degree ``2 * degree``). Uses the
+    product rule of the module docstring.
+    """
+    c = binomial_row(degree)
+    c2 = binomial_row(2 * degree)
+    idx = np.arange(degree + 1)
+    s = idx[:, None] + idx[None, :]
+    return np.outer(c, c) / c2[s] * m2d[s]
+
+
+def least_squares_terms(
+    u: np.ndarray, y: np.ndarray, weights: np.ndarray, degree: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Quadratic form of ``sum_i w_i (b(u_i)^T c - y_i)^2`` from one data pass.
+
+    Returns ``(G, h, r)`` with the objective equal to ``c^T G c - 2 h^T c + r``.
+    """
+    m = moments(u, weights, 2 * degree, values=y)
+    gram = gram_from_moments(m[:, 0], degree)
+    h = elevation_matrix(degree, 2 * degree) @ m[:, 1]
+    r = float(np.dot(weights, np.asarray(y, dtype=np.float64) ** 2))
+    return gram, h, r
