@@ -1,8 +1,9 @@
 """bernonnx: monotone probability calibrators that export exactly to ONNX."""
 
-
+from . import metrics
 from .bernstein import BernsteinCalibrator
+from .calibration import CalibratedClassifier
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["BernsteinCalibrator", "metrics", "__version__"]
+__all__ = ["BernsteinCalibrator", "CalibratedClassifier", "metrics", "__version__"]

@@ -27,11 +27,40 @@ from scipy.special import comb
 #: Rows processed at once: bounds the temporary basis matrix to about
 #: ``CHUNK * (2 * degree + 1) * 8`` bytes (about 27 MB at degree 100).
 CHUNK = 16384
+_FLUSH_BELOW = 1e-250
 
 
 def binomial_row(degree: int) -> np.ndarray:
     """Binomial coefficients ``C(degree, k)`` for ``k = 0..degree`` in float64."""
     return comb(degree, np.arange(degree + 1), exact=False)
+
+
+def bernstein_basis_t(
+    u: np.ndarray, degree: int, dtype=np.float64, v: np.ndarray | None = None
+) -> np.ndarray:
+    """Transposed Bernstein basis, shape ``(degree + 1, n)``: ``out[k, i] = b_{k,d}(u_i)``.
+
+    Rows are contiguous, so each power ``u^k = u^(k-1) * u`` is one vectorised
+    multiply; this layout is also the one the moment sums and the Hessian
+    products consume. ``0 ** 0`` is 1, so ``u = 0`` and ``u = 1`` give exact
+    unit vectors. ``v`` (default ``1 - u``) may be passed when a more
+    accurate value of ``1 - u`` is known.
+    """
+    u = np.asarray(u, dtype=dtype)
+    v = 1 - u if v is None else np.asarray(v, dtype=dtype)
+    up = np.empty((degree + 1, u.shape[0]), dtype=dtype)
+    vp = np.empty_like(up)
+    up[0] = 1
+    vp[0] = 1
+    for k in range(1, degree + 1):
+        np.multiply(up[k - 1], u, out=up[k])
+        np.multiply(vp[k - 1], v, out=vp[k])
+    up *= vp[::-1]
+    up *= binomial_row(degree).astype(dtype)[:, None]
+    # Subnormal numbers (far tails at high degree) slow every later product
+    # by up to 100x; values below 1e-250 are zero for any sum of <= 201 terms.
+    np.putmask(up, up < _FLUSH_BELOW, 0)
+    return up
 
 
 def bernstein_basis(u: np.ndarray, degree: int, dtype=np.float64) -> np.ndarray:
@@ -50,35 +79,15 @@ def bernstein_basis(u: np.ndarray, degree: int, dtype=np.float64) -> np.ndarray:
     -------
     basis : ndarray of shape (n, degree + 1)
         ``basis[i, k] = C(d, k) u_i^k (1 - u_i)^(d - k)``.
-
-    Notes
-    -----
-    Powers come from running products rather than ``np.power``: ``d``
-    multiplications per row instead of ``d`` transcendental calls. ``0 ** 0``
-    is 1, so ``u = 0`` and ``u = 1`` give the exact unit vectors.
     """
-    u = np.asarray(u, dtype=dtype)
-    n = u.shape[0]
-    up = np.empty((n, degree + 1), dtype=dtype)
-    up[:, 0] = 1
-    if degree:
-        up[:, 1:] = u[:, None]
-        np.cumprod(up, axis=1, out=up)
-    vp = np.empty((n, degree + 1), dtype=dtype)
-    vp[:, 0] = 1
-    if degree:
-        vp[:, 1:] = (1 - u)[:, None]
-        np.cumprod(vp, axis=1, out=vp)
-    up *= vp[:, ::-1]
-    up *= binomial_row(degree).astype(dtype)
-    return up
+    return bernstein_basis_t(u, degree, dtype).T
 
 
-def bernstein_eval(u: np.ndarray, coef: np.ndarray) -> np.ndarray:
+def bernstein_eval(u: np.ndarray, coef: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
     """Evaluate ``sum_k coef[k] b_{k,d}(u)`` with ``d = len(coef) - 1``.
 
     Works chunk by chunk so memory stays ``O(CHUNK * d)`` for any ``n``.
-    The dtype of ``u`` is kept.
+    The dtype of ``u`` is kept; ``v`` optionally gives ``1 - u`` accurately.
     """
     u = np.asarray(u)
     dtype = u.dtype if u.dtype in (np.float32, np.float64) else np.float64
@@ -87,7 +96,8 @@ def bernstein_eval(u: np.ndarray, coef: np.ndarray) -> np.ndarray:
     out = np.empty(u.shape[0], dtype=dtype)
     for start in range(0, u.shape[0], CHUNK):
         stop = start + CHUNK
-        out[start:stop] = bernstein_basis(u[start:stop], degree, dtype) @ coef
+        vv = None if v is None else v[start:stop]
+        out[start:stop] = coef @ bernstein_basis_t(u[start:stop], degree, dtype, vv)
     return out
 
 
@@ -126,7 +136,7 @@ def moments(
     out = np.zeros((degree + 1, rhs.shape[1]))
     for start in range(0, u.shape[0], CHUNK):
         stop = start + CHUNK
-        out += bernstein_basis(u[start:stop], degree).T @ rhs[start:stop]
+        out += bernstein_basis_t(u[start:stop], degree) @ rhs[start:stop]
     return out
 
 

@@ -35,7 +35,7 @@ def _blocks(link: np.ndarray) -> list[tuple[int, int]]:
     d = link.shape[0] - 2
     starts = [0] + [k for k in range(1, d + 1) if not link[k]]
     ends = [s - 1 for s in starts[1:]] + [d]
-    return list(zip(starts, ends))
+    return list(zip(starts, ends, strict=True))
 
 
 def _solve_eqp(h, q, link, lo, hi):
@@ -97,15 +97,33 @@ def _rows_dot(p):
     return np.concatenate(([p[0]], np.diff(p), [-p[-1]]))
 
 
+def gap_step(lo: float, hi: float, degree: int, min_step: float) -> float:
+    """Smallest allowed increment between consecutive coefficients."""
+    return min_step * (hi - lo) / max(degree, 1)
+
+
+def project_monotone(x: np.ndarray, lo: float, hi: float, min_step: float = 0.0) -> np.ndarray:
+    """A feasible point near ``x``: ``x_0 >= lo``, increments ``>= gap``, ``x_d <= hi``."""
+    d = x.shape[0] - 1
+    ramp = gap_step(lo, hi, d, min_step) * np.arange(d + 1)
+    y = np.maximum.accumulate(np.clip(np.asarray(x, dtype=np.float64) - ramp, lo, hi - ramp[-1]))
+    return y + ramp
+
+
 def solve_monotone_qp(
     h: np.ndarray,
     q: np.ndarray,
     lo: float,
     hi: float,
     x0: np.ndarray | None = None,
+    min_step: float = 0.0,
     max_iter: int | None = None,
 ) -> np.ndarray:
-    """Solve ``min 1/2 x'Hx + q'x`` s.t. ``lo <= x_0 <= ... <= x_d <= hi``.
+    """Solve ``min 1/2 x'Hx + q'x`` s.t. ``lo <= x_0``, ``x_k - x_{k-1} >= g``, ``x_d <= hi``.
+
+    ``g = min_step (hi - lo) / d`` (0 by default: plain non-decreasing). The
+    substitution ``x = y + g k`` turns the gapped problem into the plain one
+    in ``y`` with upper bound ``hi - g d``.
 
     Parameters
     ----------
@@ -119,6 +137,8 @@ def solve_monotone_qp(
         Bounds, ``lo < hi``.
     x0 : ndarray of shape (d + 1,), optional
         Warm start; projected onto the feasible set first.
+    min_step : float, default=0.0
+        Relative minimum increment, ``0 <= min_step < 1``.
     max_iter : int, optional
         Active-set iterations before giving up (default ``50 (d + 2)``).
 
@@ -132,6 +152,11 @@ def solve_monotone_qp(
     d = h.shape[0] - 1
     if not lo < hi:
         raise ValueError(f"lo must be below hi, got lo={lo}, hi={hi}")
+    if min_step > 0:
+        ramp = gap_step(lo, hi, d, min_step) * np.arange(d + 1)
+        y0 = None if x0 is None else np.asarray(x0, dtype=np.float64) - ramp
+        y = solve_monotone_qp(h, q + h @ ramp, lo, hi - ramp[-1], x0=y0, max_iter=max_iter)
+        return y + ramp
     scale = max(float(np.trace(h)) / (d + 1), np.finfo(float).tiny)
     h = 0.5 * (h + h.T) + 1e-12 * scale * np.eye(d + 1)
 
@@ -175,8 +200,19 @@ def solve_monotone_qp(
     )
 
 
-def solve_monotone_qp_cvxpy(h: np.ndarray, q: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """The same problem solved by cvxpy (Clarabel). See :func:`solve_monotone_qp`."""
+def solve_monotone_qp_cvxpy(
+    h: np.ndarray,
+    q: np.ndarray,
+    lo: float,
+    hi: float,
+    x0: np.ndarray | None = None,
+    min_step: float = 0.0,
+) -> np.ndarray:
+    """The same problem solved by cvxpy (Clarabel). See :func:`solve_monotone_qp`.
+
+    ``x0`` is accepted for interface compatibility and ignored (interior-point
+    methods do not warm start).
+    """
     import cvxpy as cp
 
     h = np.asarray(h, dtype=np.float64)
@@ -185,7 +221,7 @@ def solve_monotone_qp_cvxpy(h: np.ndarray, q: np.ndarray, lo: float, hi: float) 
     objective = 0.5 * cp.quad_form(x, cp.psd_wrap(0.5 * (h + h.T))) + q @ x
     constraints = [x[0] >= lo, x[d] <= hi]
     if d:
-        constraints.append(cp.diff(x) >= 0)
+        constraints.append(cp.diff(x) >= gap_step(lo, hi, d, min_step))
     problem = cp.Problem(cp.Minimize(objective), constraints)
     problem.solve(solver=cp.CLARABEL)
     if problem.status == cp.OPTIMAL_INACCURATE:
@@ -196,4 +232,4 @@ def solve_monotone_qp_cvxpy(h: np.ndarray, q: np.ndarray, lo: float, hi: float) 
         )
     elif problem.status != cp.OPTIMAL:
         raise RuntimeError(f"cvxpy/Clarabel failed on the monotone QP: status {problem.status!r}")
-    return np.maximum.accumulate(np.clip(np.asarray(x.value, dtype=np.float64), lo, hi))
+    return project_monotone(np.asarray(x.value, dtype=np.float64), lo, hi, min_step)

@@ -25,25 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._stats import weighted_quantile
+
 TRANSFORMS = ("logistic", "quantile", "minmax")
 
 #: Quartiles -> 0.25 / 0.75: sigmoid(z) = 0.75 at z = ln 3.
 _LOGISTIC_IQR_FACTOR = 2.0 * np.log(3.0)
 #: IQR of a normal distribution in standard deviations (fallback when IQR = 0).
 _NORMAL_IQR = 1.3489795003921634
-
-
-def weighted_quantile(x: np.ndarray, w: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """Weighted quantiles by linear interpolation of the weighted ECDF midpoints.
-
-    Repeating a row ``k`` times gives the same result as weight ``k``.
-    """
-    order = np.argsort(x, kind="stable")
-    xs, ws = x[order], w[order]
-    cum = np.cumsum(ws)
-    total = cum[-1]
-    mid = (cum - 0.5 * ws) / total
-    return np.interp(probs, mid, xs)
 
 
 def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int = 64) -> dict:
@@ -82,17 +71,23 @@ def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int =
     raise ValueError(f"transform must be one of {TRANSFORMS}, got {kind!r}")
 
 
-def apply_transform(kind: str, s: np.ndarray, params: dict) -> np.ndarray:
-    """Map scores to ``[0, 1]`` with fitted ``params``; float64 result."""
+def apply_transform(kind: str, s: np.ndarray, params: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Map scores to ``(u, v)`` with ``u`` in ``[0, 1]`` and ``v = 1 - u``; float64.
+
+    ``v`` is computed on its own where that is more accurate: for the
+    logistic transform ``v = 1 / (1 + exp(z))``, which keeps full relative
+    precision where ``u`` rounds to 1, so scores far in the upper tail stay
+    distinct after calibration.
+    """
     s = np.asarray(s, dtype=np.float64)
     if kind == "quantile":
         knots, levels = params["knots"], params["levels"]
-        if knots.shape[0] == 1:
-            return np.zeros_like(s)
-        return np.interp(s, knots, levels)
+        u = np.zeros_like(s) if knots.shape[0] == 1 else np.interp(s, knots, levels)
+        return u, 1.0 - u
     z = (s - params["shift"]) * params["scale"]
     if kind == "minmax":
-        return np.clip(z, 0.0, 1.0)
-    # exp(-z) overflows to inf for z < -709: 1 / inf = 0, the correct limit
+        u = np.clip(z, 0.0, 1.0)
+        return u, 1.0 - u
+    # exp overflows to inf beyond |z| > 709: 1 / inf = 0, the correct limit
     with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-z))
+        return 1.0 / (1.0 + np.exp(-z)), 1.0 / (1.0 + np.exp(z))

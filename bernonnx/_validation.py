@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import _fit_context  # noqa: F401  (re-exported for the estimators)
-from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions  # noqa: F401
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
@@ -54,7 +54,7 @@ def check_binary_labels(y, estimator_name: str):
     if y.ndim != 1:
         y = y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y
     check_classification_targets(y)
-    classes, encoded = np.unique(y, return_inverse=True)
+    classes = np.unique(y)
     if classes.shape[0] < 2:
         raise ValueError(
             f"y contains a single class ({classes[0]!r}); {estimator_name} needs both "
@@ -66,7 +66,7 @@ def check_binary_labels(y, estimator_name: str):
             f"({type_of_target(y)}); wrap the classifier in CalibratedClassifier, which "
             "calibrates each class one-vs-rest"
         )
-    return classes, encoded.astype(np.float64)
+    return classes, (y == classes[1]).astype(np.float64)
 
 
 def check_weights(sample_weight, s: np.ndarray) -> np.ndarray:

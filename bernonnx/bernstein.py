@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,7 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _bernstein as bern
-from ._qp import solve_monotone_qp, solve_monotone_qp_cvxpy
+from ._qp import project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
 from ._validation import (
     Interval,
@@ -34,6 +36,20 @@ _SELECT_BINS = 1 << 12
 _TRANSFORM_KEYS = ("shift", "scale", "knots", "levels")
 
 
+@dataclass(frozen=True)
+class _Solver:
+    """The monotone QP solver with the minimum-slope margin bound in."""
+
+    solve: Callable
+    min_slope: float
+
+    def qp(self, h, q, lo, hi, x0=None):
+        return self.solve(h, q, lo, hi, x0=x0, min_step=self.min_slope)
+
+    def project(self, x, lo, hi):
+        return project_monotone(x, lo, hi, self.min_slope)
+
+
 def _compress(u, y, w, n_bins):
     """Weighted per-(bin, class) means of ``u``: at most ``2 n_bins`` points."""
     b = np.minimum((u * n_bins).astype(np.int64), n_bins - 1)
@@ -53,27 +69,27 @@ def _logistic_pass(u, y, w, coef, hessian=True):
     f, g, h = 0.0, np.zeros(d + 1), np.zeros((d + 1, d + 1))
     for start in range(0, u.shape[0], bern.CHUNK):
         sl = slice(start, start + bern.CHUNK)
-        basis = bern.bernstein_basis(u[sl], d)
-        eta = basis @ coef
+        basis = bern.bernstein_basis_t(u[sl], d)
+        eta = coef @ basis
         p = 1.0 / (1.0 + np.exp(-eta))
         f += float(w[sl] @ (np.logaddexp(0.0, eta) - y[sl] * eta))
-        g += basis.T @ (w[sl] * (p - y[sl]))
+        g += basis @ (w[sl] * (p - y[sl]))
         if hessian:
-            h += basis.T @ ((w[sl] * p * (1.0 - p))[:, None] * basis)
+            h += (basis * (w[sl] * p * (1.0 - p))) @ basis.T
     return f, g, h
 
 
-def _newton_logistic(u, y, w, bound, qp, x0, max_iter=100):
+def _newton_logistic(u, y, w, bound, solver, x0, max_iter=100):
     """Projected Newton (SQP) for the bounded monotone logistic fit.
 
     Each step minimises the local quadratic model over the feasible set
     (a monotone QP), then backtracks on the exact objective. Stops when the
     predicted decrease is below ``1e-12`` of the objective.
     """
-    x = x0
+    x = solver.project(x0, -bound, bound)
     f, g, h = _logistic_pass(u, y, w, x)
     for _ in range(max_iter):
-        step = qp(h, g - h @ x, -bound, bound) - x
+        step = solver.qp(h, g - h @ x, -bound, bound, x0=x) - x
         decrease = -float(g @ step)
         if decrease <= 1e-12 * max(f, 1e-300):
             break
@@ -85,27 +101,27 @@ def _newton_logistic(u, y, w, bound, qp, x0, max_iter=100):
             t *= 0.5
         else:
             break  # no decrease left within rounding: x is optimal
-        x = np.maximum.accumulate(np.clip(x + t * step, -bound, bound))
+        x = solver.project(x + t * step, -bound, bound)
         f, g, h = fn, gn, hn
     return x
 
 
-def _fit_squared(u, y, w, degree, bound, qp, x0=None):
+def _fit_squared(u, y, w, degree, bound, solver, x0=None):
     gram, rhs, _ = bern.least_squares_terms(u, y, w, degree)
-    return qp(2.0 * gram, -2.0 * rhs, 0.0, 1.0)
+    return solver.qp(2.0 * gram, -2.0 * rhs, 0.0, 1.0, x0=x0)
 
 
-def _fit_log(u, y, w, degree, bound, qp, x0=None):
+def _fit_log(u, y, w, degree, bound, solver, x0=None):
     if x0 is None:
         rate = np.clip(np.average(y, weights=w), 1e-6, 1 - 1e-6)
         x0 = np.full(degree + 1, np.clip(np.log(rate / (1 - rate)), -bound, bound))
     if u.shape[0] > _COMPRESS_ABOVE:
-        x0 = _newton_logistic(*_compress(u, y, w, _FIT_BINS), bound, qp, x0)
-    return _newton_logistic(u, y, w, bound, qp, x0)
+        x0 = _newton_logistic(*_compress(u, y, w, _FIT_BINS), bound, solver, x0)
+    return _newton_logistic(u, y, w, bound, solver, x0)
 
 
-def _predict(u, coef, loss):
-    eta = bern.bernstein_eval(u, coef)
+def _predict(u, coef, loss, v=None):
+    eta = bern.bernstein_eval(u, coef, v)
     if loss == "log":
         return 1.0 / (1.0 + np.exp(-eta))
     return np.clip(eta, 0.0, 1.0)
@@ -116,34 +132,51 @@ def _log_loss(y, p, w):
     return -float(w @ (y * np.log(p) + (1 - y) * np.log1p(-p))) / float(w.sum())
 
 
-def select_degree(u, y, w, degrees, loss, bound, qp, n_folds):
-    """Mean validation log loss of each candidate degree over ``n_folds`` folds.
+def select_degree(u, y, w, degrees, loss, bound, solver, n_folds):
+    """Validation log loss of each candidate degree on each of ``n_folds`` folds.
 
     Folds interleave the rows sorted by ``u`` (every fold spans the whole
-    score range, deterministic). Each fold's data are binned to at most
+    score range; deterministic). Each fold's data are binned to at most
     ``2 * 4096`` weighted points before fitting: selection needs the ranking
-    of degrees, not the last digit; the final fit is exact.
+    of degrees, not the last digit; the final fit is exact. Returns an array
+    of shape ``(n_used_folds, len(degrees))``.
     """
     fit = _fit_log if loss == "log" else _fit_squared
     fold = np.empty(u.shape[0], dtype=np.int64)
     fold[np.argsort(u, kind="stable")] = np.arange(u.shape[0]) % n_folds
-    losses = np.zeros(len(degrees))
-    used = 0
+    rows = []
     for k in range(n_folds):
         train, test = fold != k, fold == k
         if not (w[train].sum() > 0 and w[test].sum() > 0):
             continue
         tr = _compress(u[train], y[train], w[train], _SELECT_BINS)
         te = _compress(u[test], y[test], w[test], _SELECT_BINS)
-        coef = None
-        for j, d in enumerate(degrees):
+        coef, row = None, []
+        for d in degrees:
             x0 = None
             if coef is not None:  # degree elevation keeps a feasible warm start
                 x0 = bern.elevation_matrix(coef.shape[0] - 1, d).T @ coef
-            coef = fit(*tr, d, bound, qp, x0=x0)
-            losses[j] += _log_loss(te[1], _predict(te[0], coef, loss), te[2])
-        used += 1
-    return losses / max(used, 1)
+            coef = fit(*tr, d, bound, solver, x0=x0)
+            row.append(_log_loss(te[1], _predict(te[0], coef, loss), te[2]))
+        rows.append(row)
+    return np.asarray(rows)
+
+
+def one_standard_error_choice(fold_losses: np.ndarray) -> int:
+    """Index of the smallest candidate within one standard error of the best.
+
+    The standard error is that of the per-fold loss difference to the best
+    candidate (paired across folds), so fold-to-fold noise common to all
+    degrees does not hide real differences. Candidates are sorted by degree.
+    """
+    mean = fold_losses.mean(axis=0)
+    best = int(np.argmin(mean))
+    k = fold_losses.shape[0]
+    if k < 2:
+        return best
+    diff = fold_losses - fold_losses[:, [best]]
+    se = diff.std(axis=0, ddof=1) / np.sqrt(k)
+    return int(np.flatnonzero(diff.mean(axis=0) <= se)[0])
 
 
 class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
@@ -159,7 +192,8 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
     degree : int, "auto" or sequence of int, default="auto"
         Polynomial degree, from 1 to 100. ``"auto"`` picks among
         ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32)`` by ``cv``-fold
-        cross-validated log loss; a sequence gives the candidates yourself.
+        cross-validated log loss (the smallest degree within one standard
+        error of the best); a sequence gives the candidates yourself.
     loss : {"log", "squared"}, default="log"
         ``"squared"``: least squares, coefficients in ``[0, 1]`` (seed 000).
         ``"log"``: logistic loss, coefficients in ``[-logit_bound,
@@ -175,6 +209,14 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
     solver : {"active-set", "cvxpy"}, default="active-set"
         Solver of the small monotone quadratic program: the built-in exact
         active-set method, or cvxpy with Clarabel.
+    min_slope : float, default=1e-7
+        Consecutive coefficients must differ by at least ``min_slope * (U -
+        L) / degree`` (``[L, U]`` the coefficient box), so that
+        ``d eta / du >= min_slope * (U - L)`` everywhere: the map is strictly
+        increasing by construction and distinct scores stay distinct in
+        floating point, which keeps the ranking (and AUC) exactly. It moves
+        the optimal loss by a relative amount of order ``min_slope``. 0 gives
+        the plain non-decreasing fit.
 
     Attributes
     ----------
@@ -256,6 +298,7 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         "logit_bound": [Interval(Real, 0, None, closed="neither")],
         "cv": [Interval(Integral, 2, None, closed="left")],
         "solver": [StrOptions({"active-set", "cvxpy"})],
+        "min_slope": [Interval(Real, 0, 0.5, closed="left")],
     }
 
     def __init__(
@@ -268,6 +311,7 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         logit_bound=15.0,
         cv=5,
         solver="active-set",
+        min_slope=1e-7,
     ):
         self.degree = degree
         self.loss = loss
@@ -276,6 +320,7 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         self.logit_bound = logit_bound
         self.cv = cv
         self.solver = solver
+        self.min_slope = min_slope
 
     def _candidate_degrees(self):
         if isinstance(self.degree, str):
@@ -322,9 +367,10 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         for key in _TRANSFORM_KEYS:
             if key in params:
                 setattr(self, key + "_", params[key])
-        u = apply_transform(self.transform, s, params)
+        u, _ = apply_transform(self.transform, s, params)
 
-        qp = solve_monotone_qp if self.solver == "active-set" else solve_monotone_qp_cvxpy
+        solve = solve_monotone_qp if self.solver == "active-set" else solve_monotone_qp_cvxpy
+        solver = _Solver(solve, float(self.min_slope))
         bound = float(self.logit_bound)
         if np.ptp(u) == 0:
             # constant scores carry no ranking: predict the weighted base rate
@@ -335,24 +381,24 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
             return self
 
         if len(degrees) > 1:
-            losses = select_degree(
-                u, target, w, degrees, self.loss, bound, qp, min(self.cv, s.shape[0])
+            fold_losses = select_degree(
+                u, target, w, degrees, self.loss, bound, solver, min(self.cv, s.shape[0])
             )
             self.cv_degrees_ = np.asarray(degrees)
-            self.cv_log_loss_ = losses
-            self.degree_ = int(degrees[int(np.argmin(losses))])
+            self.cv_log_loss_ = fold_losses.mean(axis=0)
+            self.degree_ = int(degrees[one_standard_error_choice(fold_losses)])
         else:
             self.degree_ = degrees[0]
         fit = _fit_log if self.loss == "log" else _fit_squared
-        self.coef_ = fit(u, target, w, self.degree_, bound, qp)
+        self.coef_ = fit(u, target, w, self.degree_, bound, solver)
         return self
 
     def _positive_proba(self, X):
         check_is_fitted(self)
         s, _ = check_scores(self, X, reset=False)
         params = {k: getattr(self, k + "_") for k in _TRANSFORM_KEYS if hasattr(self, k + "_")}
-        u = apply_transform(self.transform, s, params)
-        return _predict(u, self.coef_, self.loss).astype(s.dtype, copy=False)
+        u, v = apply_transform(self.transform, s, params)
+        return _predict(u, self.coef_, self.loss, v).astype(s.dtype, copy=False)
 
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, 2)``; see Notes for the formula."""

@@ -1,0 +1,402 @@
+"""A calibrated classifier in scikit-learn's ``CalibratedClassifierCV`` style,
+with any bernonnx calibrator plugged in (seed 003)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import check_cv, cross_val_predict
+from sklearn.preprocessing import LabelEncoder
+from sklearn.svm import LinearSVC
+from sklearn.utils import indexable
+from sklearn.utils._indexing import _safe_indexing
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_samples, check_is_fitted, has_fit_parameter
+
+from ._validation import HasMethods, StrOptions, _fit_context
+from .bernstein import BernsteinCalibrator
+
+#: Probabilities are clipped to [eps, 1 - eps] before the log-odds map so
+#: that 0 and 1 give finite scores (|logit| <= 34.5); the ONNX graph clips alike.
+LOG_ODDS_EPS = 1e-15
+
+
+def response_scores(estimator, X, method: str, log_odds: bool, classes: np.ndarray):
+    """Scores the calibrators see: ``(n,)`` for two classes, ``(n, K)`` otherwise.
+
+    Multiclass columns are the estimator's, which must know exactly the
+    classes of ``y``.
+    """
+    raw = np.asarray(getattr(estimator, method)(X), dtype=np.float64)
+    binary = classes.shape[0] == 2
+    if method == "predict_proba":
+        if log_odds:
+            p = np.clip(raw, LOG_ODDS_EPS, 1.0 - LOG_ODDS_EPS)
+            raw = np.log(p) - np.log1p(-p)
+        if binary:
+            return raw[:, 1]
+    if binary:
+        return raw if raw.ndim == 1 else raw[:, -1]
+    if not np.array_equal(np.asarray(estimator.classes_), classes) or raw.ndim != 2:
+        raise ValueError(
+            f"{type(estimator).__name__} knows classes {list(estimator.classes_)} and "
+            f"{method} returned shape {raw.shape}, but y has classes {list(classes)}: "
+            "one-vs-rest calibration needs one score column per class of y"
+        )
+    return raw
+
+
+class CalibratedPair:
+    """A fitted classifier and its per-class calibrators (one when binary).
+
+    Mirrors scikit-learn's private ``_CalibratedClassifier``: this is what
+    ``CalibratedClassifier.calibrated_classifiers_`` holds and what the ONNX
+    converter reads.
+    """
+
+    def __init__(self, estimator, calibrators, *, classes, response_method, log_odds):
+        self.estimator = estimator
+        self.calibrators = calibrators
+        self.classes = classes
+        self.response_method = response_method
+        self.log_odds = log_odds
+
+    def predict_proba(self, X):
+        """One-vs-rest calibrated probabilities, rows renormalised to sum to 1."""
+        scores = response_scores(
+            self.estimator, X, self.response_method, self.log_odds, self.classes
+        )
+        return combine_one_vs_rest(
+            [
+                cal.predict_proba(col)[:, 1]
+                for cal, col in zip(self.calibrators, _columns(scores), strict=True)
+            ],
+            self.classes.shape[0],
+        )
+
+
+def _columns(scores):
+    return [scores] if scores.ndim == 1 else list(scores.T)
+
+
+def combine_one_vs_rest(positive: list, n_classes: int) -> np.ndarray:
+    """Class probabilities from per-class positive probabilities.
+
+    Two classes: ``[1 - p, p]``. More: each row divided by its sum; a row of
+    zeros becomes uniform, as in scikit-learn.
+    """
+    if n_classes == 2:
+        p = np.asarray(positive[0], dtype=np.float64)
+        return np.stack([1.0 - p, p], axis=1)
+    proba = np.stack(positive, axis=1).astype(np.float64)
+    total = proba.sum(axis=1, keepdims=True)
+    uniform = np.full_like(proba, 1.0 / n_classes)
+    return np.divide(proba, total, out=uniform, where=total > 0)
+
+
+def _fit_calibrators(
+    estimator, scores, y_enc, classes, calibrator, sample_weight, method, log_odds
+):
+    calibrators = []
+    for k, col in enumerate(_columns(scores)):
+        target = (y_enc == (1 if scores.ndim == 1 else k)).astype(np.int64)
+        cal = clone(calibrator).fit(col, target, sample_weight=sample_weight)
+        calibrators.append(cal)
+    return CalibratedPair(
+        estimator, calibrators, classes=classes, response_method=method, log_odds=log_odds
+    )
+
+
+def _fit_pair(
+    estimator,
+    X,
+    y,
+    y_enc,
+    train,
+    test,
+    calibrator,
+    sample_weight,
+    fit_kw,
+    method,
+    log_odds,
+    classes,
+):
+    kw = dict(fit_kw)
+    if sample_weight is not None and "sample_weight" in kw:
+        kw["sample_weight"] = sample_weight[train]
+    estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train), **kw)
+    X_test = _safe_indexing(X, test)
+    scores = response_scores(estimator, X_test, method, log_odds, classes)
+    sw = None if sample_weight is None else sample_weight[test]
+    return _fit_calibrators(
+        estimator, scores, y_enc[test], classes, calibrator, sw, method, log_odds
+    )
+
+
+class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """Probability calibration of any classifier with a bernonnx calibrator.
+
+    Behaves like scikit-learn's ``CalibratedClassifierCV``: cross-validated
+    (one calibrated copy of the classifier per fold, averaged, or one
+    classifier plus calibrators fitted on out-of-fold scores) or prefit
+    (wrap the fitted classifier in ``sklearn.frozen.FrozenEstimator``).
+    Multiclass problems are calibrated one-vs-rest and renormalised.
+
+    Parameters
+    ----------
+    estimator : classifier, default=None
+        The classifier whose scores are calibrated; ``LinearSVC()`` if None.
+        Wrap a fitted classifier in ``FrozenEstimator`` to calibrate it
+        without refitting.
+    calibrator : estimator, default=None
+        Any bernonnx calibrator (``fit(scores, y, sample_weight)``,
+        ``predict_proba(scores)``); cloned per class and per fold.
+        ``BernsteinCalibrator()`` if None.
+    cv : int, cross-validation generator or iterable, default=None
+        Folds as in ``CalibratedClassifierCV`` (None: 5-fold stratified).
+    ensemble : bool or "auto", default="auto"
+        True: one (classifier, calibrators) pair per fold, probabilities
+        averaged. False: one classifier on all data, calibrators on its
+        out-of-fold scores. "auto": False for a ``FrozenEstimator``, else True.
+    n_jobs : int, default=None
+        Folds fitted in parallel (joblib).
+    response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
+        Score source; "auto" prefers ``decision_function``.
+    log_odds : bool, default=False
+        With ``predict_proba`` scores, calibrate ``log(p / (1 - p))``
+        (probabilities clipped to ``[1e-15, 1 - 1e-15]``) instead of ``p``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    calibrated_classifiers_ : list of CalibratedPair
+        Fitted (classifier, calibrators) pairs: one per fold with
+        ``ensemble=True``, one otherwise.
+    response_method_ : str
+        The resolved score method.
+    n_features_in_ : int
+    feature_names_in_ : ndarray, when the classifier has it.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from bernonnx import CalibratedClassifier
+    >>> X, y = make_classification(n_samples=600, random_state=0)
+    >>> clf = CalibratedClassifier(LogisticRegression(), cv=3).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit"]), None],
+        "calibrator": [HasMethods(["fit", "predict_proba"]), None],
+        "cv": ["cv_object"],
+        "ensemble": ["boolean", StrOptions({"auto"})],
+        "n_jobs": [int, None],
+        "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
+        "log_odds": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        estimator=None,
+        calibrator=None,
+        *,
+        cv=None,
+        ensemble="auto",
+        n_jobs=None,
+        response_method="auto",
+        log_odds=False,
+    ):
+        self.estimator = estimator
+        self.calibrator = calibrator
+        self.cv = cv
+        self.ensemble = ensemble
+        self.n_jobs = n_jobs
+        self.response_method = response_method
+        self.log_odds = log_odds
+
+    def _resolve_method(self, estimator):
+        if self.response_method != "auto":
+            if not hasattr(estimator, self.response_method):
+                raise ValueError(
+                    f"response_method={self.response_method!r} but "
+                    f"{type(estimator).__name__} has no such method"
+                )
+            return self.response_method
+        for name in ("decision_function", "predict_proba"):
+            if hasattr(estimator, name):
+                return name
+        raise ValueError(
+            f"{type(estimator).__name__} has neither decision_function nor predict_proba: "
+            "there is no score to calibrate"
+        )
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the classifier(s) and calibrators.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Used by the calibrators, and by the classifier when its ``fit``
+            accepts ``sample_weight``.
+        **fit_params : dict
+            Passed to the classifier's ``fit``.
+
+        Returns
+        -------
+        self : CalibratedClassifier
+        """
+        check_classification_targets(y)
+        X, y = indexable(X, y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        y_enc = encoder.transform(y)
+        if self.classes_.shape[0] < 2:
+            raise ValueError(
+                f"y contains a single class ({self.classes_[0]!r}); calibration needs "
+                "at least two classes"
+            )
+        estimator = LinearSVC() if self.estimator is None else self.estimator
+        calibrator = BernsteinCalibrator() if self.calibrator is None else self.calibrator
+        frozen = isinstance(estimator, FrozenEstimator)
+        ensemble = (not frozen) if self.ensemble == "auto" else self.ensemble
+        method = self._resolve_method(estimator)
+        self.response_method_ = method
+
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != (_num_samples(X),):
+                raise ValueError(
+                    f"sample_weight must have shape ({_num_samples(X)},), "
+                    f"got {sample_weight.shape}"
+                )
+        fit_kw = dict(fit_params)
+        if sample_weight is not None and not frozen:
+            if has_fit_parameter(estimator, "sample_weight"):
+                fit_kw["sample_weight"] = sample_weight
+            else:
+                warnings.warn(
+                    f"{type(estimator).__name__}.fit does not accept sample_weight: the "
+                    "weights are used for the calibration only",
+                    UserWarning,
+                    stacklevel=2,
+                )
+
+        if frozen and not ensemble:
+            scores = response_scores(estimator, X, method, self.log_odds, self.classes_)
+            pair = _fit_calibrators(
+                estimator,
+                scores,
+                y_enc,
+                self.classes_,
+                calibrator,
+                sample_weight,
+                method,
+                self.log_odds,
+            )
+            self.calibrated_classifiers_ = [pair]
+        else:
+            cv = check_cv(self.cv, y, classifier=True)
+            n_folds = cv.get_n_splits(X, y)
+            if np.bincount(y_enc).min() < n_folds:
+                raise ValueError(
+                    f"Requesting {n_folds}-fold cross-validation but provided fewer than "
+                    f"{n_folds} examples for at least one class"
+                )
+            if ensemble:
+                self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
+                    delayed(_fit_pair)(
+                        clone(estimator),
+                        X,
+                        y,
+                        y_enc,
+                        train,
+                        test,
+                        calibrator,
+                        sample_weight,
+                        fit_kw,
+                        method,
+                        self.log_odds,
+                        self.classes_,
+                    )
+                    for train, test in cv.split(X, y)
+                )
+            else:
+                raw = cross_val_predict(
+                    clone(estimator),
+                    X,
+                    y,
+                    cv=cv,
+                    method=method,
+                    n_jobs=self.n_jobs,
+                    params=fit_kw,
+                )
+                scores = _oof_to_scores(raw, method, self.log_odds, self.classes_)
+                final = clone(estimator).fit(X, y, **fit_kw)
+                self.calibrated_classifiers_ = [
+                    _fit_calibrators(
+                        final,
+                        scores,
+                        y_enc,
+                        self.classes_,
+                        calibrator,
+                        sample_weight,
+                        method,
+                        self.log_odds,
+                    )
+                ]
+
+        first = self.calibrated_classifiers_[0].estimator
+        if hasattr(first, "n_features_in_"):
+            self.n_features_in_ = first.n_features_in_
+        if hasattr(first, "feature_names_in_"):
+            self.feature_names_in_ = first.feature_names_in_
+        return self
+
+    def predict_proba(self, X):
+        """Calibrated class probabilities, the mean over ``calibrated_classifiers_``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        total = None
+        for pair in self.calibrated_classifiers_:
+            proba = pair.predict_proba(X)
+            total = proba if total is None else total + proba
+        return total / len(self.calibrated_classifiers_)
+
+    def predict(self, X):
+        """Class with the highest calibrated probability."""
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        estimator = LinearSVC() if self.estimator is None else self.estimator
+        tags.input_tags.sparse = estimator.__sklearn_tags__().input_tags.sparse
+        return tags
+
+
+def _oof_to_scores(raw, method, log_odds, classes):
+    """Out-of-fold ``cross_val_predict`` output as calibrator scores.
+
+    ``cross_val_predict`` already orders columns by the sorted labels.
+    """
+    raw = np.asarray(raw, dtype=np.float64)
+    if method == "predict_proba" and log_odds:
+        p = np.clip(raw, LOG_ODDS_EPS, 1.0 - LOG_ODDS_EPS)
+        raw = np.log(p) - np.log1p(-p)
+    if classes.shape[0] == 2 and raw.ndim == 2:
+        return raw[:, 1]
+    return raw
