@@ -27,7 +27,7 @@ from scipy.special import comb
 #: Rows processed at once: bounds the temporary basis matrix to about
 #: ``CHUNK * (2 * degree + 1) * 8`` bytes (about 27 MB at degree 100).
 CHUNK = 16384
-_FLUSH_BELOW = 1e-250
+_FLUSH_BELOW = 1e-120
 
 
 def binomial_row(degree: int) -> np.ndarray:
@@ -58,7 +58,9 @@ def bernstein_basis_t(
     up *= vp[::-1]
     up *= binomial_row(degree).astype(dtype)[:, None]
     # Subnormal numbers (far tails at high degree) slow every later product
-    # by up to 100x; values below 1e-250 are zero for any sum of <= 201 terms.
+    # by up to 100x, and the Hessian multiplies basis values pairwise: below
+    # 1e-120 a value (and a product of two) is zero next to a basis that sums
+    # to one, and no product of two survivors underflows.
     np.putmask(up, up < _FLUSH_BELOW, 0)
     return up
 
@@ -88,16 +90,23 @@ def bernstein_eval(u: np.ndarray, coef: np.ndarray, v: np.ndarray | None = None)
 
     Works chunk by chunk so memory stays ``O(CHUNK * d)`` for any ``n``.
     The dtype of ``u`` is kept; ``v`` optionally gives ``1 - u`` accurately.
+
+    Evaluated as ``coef[0] + sum_k (coef[k] - coef[0]) b_k(u)`` (equal in exact
+    arithmetic since the basis sums to one): rounding errors then scale with
+    the coefficient differences, not their size, so a nearly flat stretch
+    keeps its small but positive slope in floating point.
     """
     u = np.asarray(u)
     dtype = u.dtype if u.dtype in (np.float32, np.float64) else np.float64
     coef = np.asarray(coef, dtype=dtype)
     degree = coef.shape[0] - 1
+    rise = coef - coef[0]
     out = np.empty(u.shape[0], dtype=dtype)
     for start in range(0, u.shape[0], CHUNK):
         stop = start + CHUNK
         vv = None if v is None else v[start:stop]
-        out[start:stop] = coef @ bernstein_basis_t(u[start:stop], degree, dtype, vv)
+        out[start:stop] = rise @ bernstein_basis_t(u[start:stop], degree, dtype, vv)
+    out += coef[0]
     return out
 
 

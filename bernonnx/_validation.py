@@ -27,6 +27,12 @@ def check_scores(estimator, scores, *, reset: bool, y=None):
     Accepts shape ``(n,)`` or ``(n, 1)``; returns ``(s, y)`` with ``s`` 1-D
     float32/float64. Sets ``n_features_in_`` (always 1) when ``reset``.
     """
+    if np.ndim(scores) == 2 and np.shape(scores)[1] != 1 or np.ndim(scores) > 2:
+        raise ValueError(
+            f"scores must be a 1-D array of shape (n_samples,) or a single column "
+            f"(n_samples, 1); got shape {np.shape(scores)}. {type(estimator).__name__} "
+            "calibrates one score; use CalibratedClassifier for a classifier's scores"
+        )
     arr = np.asarray(scores).reshape(-1, 1) if np.ndim(scores) == 1 else scores
     kwargs = dict(
         reset=reset,
@@ -38,12 +44,6 @@ def check_scores(estimator, scores, *, reset: bool, y=None):
         arr, y = validate_data(estimator, arr, y, **kwargs)
     else:
         arr = validate_data(estimator, arr, **kwargs)
-    if arr.shape[1] != 1:
-        raise ValueError(
-            f"scores must be a 1-D array of shape (n_samples,) or a single column "
-            f"(n_samples, 1); got shape {arr.shape}. {type(estimator).__name__} calibrates "
-            "one score; use MultivariateBernsteinCalibrator or CalibratedClassifier for more"
-        )
     _finite_or_raise(arr, "scores")
     return arr[:, 0], y
 

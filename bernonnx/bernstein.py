@@ -10,6 +10,7 @@ import numpy as np
 from scipy.special import logit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from . import _bernstein as bern
 from ._qp import project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
@@ -27,13 +28,13 @@ from ._validation import (
 #: to d = 131; 100 leaves room and is far above any degree CV picks.
 MAX_DEGREE = 100
 #: Candidate degrees of ``degree="auto"``.
-AUTO_DEGREES = (2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32)
+AUTO_DEGREES = (2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)
 #: Above this many rows the log-loss fit first solves on binned data, then
 #: polishes with exact passes over all rows.
 _COMPRESS_ABOVE = 1 << 15
 _FIT_BINS = 1 << 14
 _SELECT_BINS = 1 << 12
-_TRANSFORM_KEYS = ("shift", "scale", "knots", "levels")
+_TRANSFORM_KEYS = ("shift", "scale", "scale_below", "knots", "levels")
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
     ----------
     degree : int, "auto" or sequence of int, default="auto"
         Polynomial degree, from 1 to 100. ``"auto"`` picks among
-        ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32)`` by ``cv``-fold
+        ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)`` by ``cv``-fold
         cross-validated log loss (the smallest degree within one standard
         error of the best); a sequence gives the candidates yourself.
     loss : {"log", "squared"}, default="log"
@@ -228,6 +229,8 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         Degree used (the chosen one when ``degree`` is a grid or "auto").
     shift_, scale_ : float
         Parameters of the ``"minmax"`` and ``"logistic"`` transforms.
+    scale_below_ : float
+        Slope below ``shift_`` of the ``"logistic"`` transform.
     knots_, levels_ : ndarray
         Parameters of the ``"quantile"`` transform.
     cv_degrees_, cv_log_loss_ : ndarray
@@ -240,11 +243,12 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
     ``predict_proba`` evaluates, in float64, exactly what the ONNX converter
     emits (``d = degree_``, ``c = coef_``)::
 
-        z   = (s - shift_) * scale_
-        u   = clip(z, 0, 1)                     # transform="minmax"
-        u   = 1 / (1 + exp(-z))                 # transform="logistic"
-        u   = interp(s, knots_, levels_)        # transform="quantile"
-        eta = sum_k c[k] C(d, k) u^k (1 - u)^(d - k)
+        u   = clip((s - shift_) * scale_, 0, 1)  # transform="minmax"
+        z   = scale_ * max(s - shift_, 0) + scale_below_ * min(s - shift_, 0)
+        u   = 1 / (1 + exp(-z))                  # transform="logistic"
+        u   = interp(s, knots_, levels_)         # transform="quantile"
+        v   = 1 / (1 + exp(z))  (logistic), else 1 - u
+        eta = c[0] + sum_k (c[k] - c[0]) C(d, k) u^k v^(d - k)
         p   = clip(eta, 0, 1)                   # loss="squared"
         p   = 1 / (1 + exp(-eta))               # loss="log"
         predict_proba = [1 - p, p]
@@ -361,7 +365,13 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         self.classes_, target = check_binary_labels(y, type(self).__name__)
         w = check_weights(sample_weight, s)
         degrees = self._candidate_degrees()
-        s = s.astype(np.float64)
+        keep = w > 0
+        s, target, w = s[keep].astype(np.float64), target[keep], w[keep]
+        if target.min() == target.max():
+            raise ValueError(
+                "y contains a single class among the rows with positive sample_weight; "
+                f"{type(self).__name__} needs both classes"
+            )
 
         params = fit_transform_params(self.transform, s, w, self.n_knots)
         for key in _TRANSFORM_KEYS:
@@ -380,9 +390,17 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
             self.coef_ = np.full(self.degree_ + 1, float(level))
             return self
 
+        # BLAS threads only add synchronisation to the small (d+1)-wide products
+        # of the fit: measured 0.7 ms single-threaded vs 28 ms with two threads
+        # on a busy 2-core machine
+        with threadpool_limits(limits=1, user_api="blas"):
+            self._fit_coef(u, target, w, degrees, bound, solver)
+        return self
+
+    def _fit_coef(self, u, target, w, degrees, bound, solver):
         if len(degrees) > 1:
             fold_losses = select_degree(
-                u, target, w, degrees, self.loss, bound, solver, min(self.cv, s.shape[0])
+                u, target, w, degrees, self.loss, bound, solver, min(self.cv, u.shape[0])
             )
             self.cv_degrees_ = np.asarray(degrees)
             self.cv_log_loss_ = fold_losses.mean(axis=0)
@@ -391,7 +409,6 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
             self.degree_ = degrees[0]
         fit = _fit_log if self.loss == "log" else _fit_squared
         self.coef_ = fit(u, target, w, self.degree_, bound, solver)
-        return self
 
     def _positive_proba(self, X):
         check_is_fitted(self)
