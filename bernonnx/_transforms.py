@@ -39,6 +39,22 @@ _TAIL = 0.1
 _TAIL_LOGIT = float(np.log((1 - _TAIL) / _TAIL))
 
 
+#: Largest slope of a transform: spreads below ~1e-300 (subnormal scores)
+#: would give an infinite slope and inf * 0 = NaN.
+_MAX_SLOPE = 1e300
+#: Score differences are clipped here before the slope multiplies them, so
+#: that |s - shift| overflowing to inf (|s| near 1.8e308) cannot meet a zero
+#: slope (constant scores) and give NaN.
+_MAX_DIFF = 1e300
+
+
+def _slope(rise: float, spread: float) -> float:
+    """``rise / spread`` capped at ``_MAX_SLOPE``; 0 for a zero spread."""
+    if not spread > 0:
+        return 0.0
+    return float(min(rise / spread, _MAX_SLOPE))
+
+
 def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int = 64) -> dict:
     """Fit the parameters of transform ``kind`` on scores ``s`` with weights ``w``.
 
@@ -49,7 +65,7 @@ def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int =
     """
     lo, hi = float(s.min()), float(s.max())
     if kind == "minmax":
-        return {"shift": lo, "scale": 1.0 / (hi - lo) if hi > lo else 0.0}
+        return {"shift": lo, "scale": _slope(1.0, hi - lo)}
     if kind == "logistic":
         q_lo, mid, q_hi = weighted_quantile(s, w, np.array([_TAIL, 0.5, 1 - _TAIL]))
         # a percentile tied with the median (heavy ties) falls back to the
@@ -58,12 +74,10 @@ def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int =
         above = q_hi - mid if q_hi > mid else hi - mid
         below = below if below > 0 else above
         above = above if above > 0 else below
-        if not above > 0:
-            return {"shift": float(mid), "scale": 0.0, "scale_below": 0.0}
         return {
             "shift": float(mid),
-            "scale": _TAIL_LOGIT / float(above),
-            "scale_below": _TAIL_LOGIT / float(below),
+            "scale": _slope(_TAIL_LOGIT, above),
+            "scale_below": _slope(_TAIL_LOGIT, below),
         }
     if kind == "quantile":
         probs = np.linspace(0.0, 1.0, n_knots + 1)
@@ -93,12 +107,12 @@ def apply_transform(kind: str, s: np.ndarray, params: dict) -> tuple[np.ndarray,
         knots, levels = params["knots"], params["levels"]
         u = np.zeros_like(s) if knots.shape[0] == 1 else np.interp(s, knots, levels)
         return u, 1.0 - u
-    # |s| near the float64 limit overflows z to +-inf; the maps below send
-    # +-inf to the correct limits 0 and 1, with no NaN
-    with np.errstate(over="ignore", invalid="ignore"):
+    # products may overflow to +-inf (never NaN: d is finite); the maps below
+    # send +-inf to their limits 0 and 1
+    with np.errstate(over="ignore"):
+        d = np.clip(s - params["shift"], -_MAX_DIFF, _MAX_DIFF)
         if kind == "minmax":
-            u = np.clip((s - params["shift"]) * params["scale"], 0.0, 1.0)
+            u = np.clip(d * params["scale"], 0.0, 1.0)
             return u, 1.0 - u
-        d = s - params["shift"]
         z = np.maximum(d, 0.0) * params["scale"] + np.minimum(d, 0.0) * params["scale_below"]
         return 1.0 / (1.0 + np.exp(-z)), 1.0 / (1.0 + np.exp(z))

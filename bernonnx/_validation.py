@@ -4,6 +4,7 @@ private scikit-learn helpers."""
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import issparse
 from sklearn.base import _fit_context  # noqa: F401  (re-exported for the estimators)
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions  # noqa: F401
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -22,33 +23,45 @@ def _finite_or_raise(values: np.ndarray, name: str) -> None:
 
 
 def check_scores(estimator, scores, *, reset: bool, y=None):
-    """Validate a score vector for a one-dimensional calibrator.
+    """Validate scores (and ``y``) in scikit-learn's order; returns a 2-D array.
 
-    Accepts shape ``(n,)`` or ``(n, 1)``; returns ``(s, y)`` with ``s`` 1-D
-    float32/float64. Sets ``n_features_in_`` (always 1) when ``reset``.
+    Shape ``(n,)`` becomes ``(n, 1)``. Finiteness and the single-column rule
+    are checked afterwards by :func:`single_score`, once the labels and
+    weights have been checked, so each problem gets its own message.
+    Sets ``n_features_in_`` when ``reset``.
     """
-    if np.ndim(scores) == 2 and np.shape(scores)[1] != 1 or np.ndim(scores) > 2:
+    if reset and y is None:
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None"
+        )
+    if not (hasattr(scores, "iloc") or issparse(scores)):
+        scores = np.asarray(scores)
+    shape = getattr(scores, "shape", ())
+    if not reset and len(shape) == 2 and shape[1] != 1:
+        # clearer than the generic "X has k features" of validate_data
+        single_score(estimator, np.empty((0, shape[1])))
+    if getattr(scores, "ndim", 2) == 1:
+        scores = scores.to_frame() if hasattr(scores, "to_frame") else scores.reshape(-1, 1)
+    kwargs = dict(reset=reset, dtype=[np.float64, np.float32], ensure_all_finite=False)
+    if y is not None:
+        return validate_data(estimator, scores, y, **kwargs)
+    return validate_data(estimator, scores, **kwargs), None
+
+
+def single_score(estimator, arr: np.ndarray) -> np.ndarray:
+    """The one score column of a validated 2-D array, finite, as 1-D."""
+    _finite_or_raise(arr, "scores")
+    if arr.shape[1] != 1:
         raise ValueError(
             f"scores must be a 1-D array of shape (n_samples,) or a single column "
-            f"(n_samples, 1); got shape {np.shape(scores)}. {type(estimator).__name__} "
-            "calibrates one score; use CalibratedClassifier for a classifier's scores"
+            f"(n_samples, 1); got shape {arr.shape}. {type(estimator).__name__} calibrates "
+            "one score; use CalibratedClassifier to calibrate a classifier's scores"
         )
-    arr = np.asarray(scores).reshape(-1, 1) if np.ndim(scores) == 1 else scores
-    kwargs = dict(
-        reset=reset,
-        dtype=[np.float64, np.float32],
-        ensure_all_finite=False,
-        ensure_min_samples=1,
-    )
-    if y is not None:
-        arr, y = validate_data(estimator, arr, y, **kwargs)
-    else:
-        arr = validate_data(estimator, arr, **kwargs)
-    _finite_or_raise(arr, "scores")
-    return arr[:, 0], y
+    return arr[:, 0]
 
 
 def check_binary_labels(y, estimator_name: str):
+    # type_of_target rejects continuous targets with "Unknown label type"
     """Classes and 0/1 float target of a binary label vector (any label type)."""
     y = np.asarray(y)
     if y.ndim != 1:
@@ -62,9 +75,9 @@ def check_binary_labels(y, estimator_name: str):
         )
     if classes.shape[0] > 2:
         raise ValueError(
-            f"{estimator_name} is binary but y has {classes.shape[0]} classes "
-            f"({type_of_target(y)}); wrap the classifier in CalibratedClassifier, which "
-            "calibrates each class one-vs-rest"
+            f"Only binary classification is supported. The type of the target is "
+            f"{type_of_target(y)} ({classes.shape[0]} classes): {estimator_name} calibrates "
+            "one class against the rest; CalibratedClassifier does that for every class"
         )
     return classes, (y == classes[1]).astype(np.float64)
 

@@ -22,6 +22,7 @@ from ._validation import (
     check_binary_labels,
     check_scores,
     check_weights,
+    single_score,
 )
 
 #: Highest degree accepted. The float32 ONNX graph keeps C(d, k) finite up
@@ -192,21 +193,24 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
     ----------
     degree : int, "auto" or sequence of int, default="auto"
         Polynomial degree, from 1 to 100. ``"auto"`` picks among
-        ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)`` by ``cv``-fold
+        ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)`` by ``n_folds``-fold
         cross-validated log loss (the smallest degree within one standard
         error of the best); a sequence gives the candidates yourself.
     loss : {"log", "squared"}, default="log"
         ``"squared"``: least squares, coefficients in ``[0, 1]`` (seed 000).
         ``"log"``: logistic loss, coefficients in ``[-logit_bound,
         logit_bound]``, output through a sigmoid.
-    transform : {"logistic", "quantile", "minmax"}, default="logistic"
-        Map from scores to ``[0, 1]``, see Notes.
+    score_transform : {"logistic", "quantile", "minmax"}, default="logistic"
+        Map from scores to ``[0, 1]``, see Notes. (Not called ``transform``:
+        scikit-learn treats any estimator with a ``transform`` attribute as
+        a transformer, in its checks and in ``Pipeline``.)
     n_knots : int, default=64
-        Number of quantile intervals of ``transform="quantile"``.
+        Number of quantile intervals of ``score_transform="quantile"``.
     logit_bound : float, default=15.0
         Box on the log-odds coefficients of ``loss="log"``.
-    cv : int, default=5
-        Folds used by ``degree="auto"``.
+    n_folds : int, default=5
+        Folds used to choose the degree (``degree="auto"`` or a grid). They
+        interleave the rows sorted by score, so every fold spans the range.
     solver : {"active-set", "cvxpy"}, default="active-set"
         Solver of the small monotone quadratic program: the built-in exact
         active-set method, or cvxpy with Clarabel.
@@ -243,10 +247,10 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
     ``predict_proba`` evaluates, in float64, exactly what the ONNX converter
     emits (``d = degree_``, ``c = coef_``)::
 
-        u   = clip((s - shift_) * scale_, 0, 1)  # transform="minmax"
+        u   = clip((s - shift_) * scale_, 0, 1)  # score_transform="minmax"
         z   = scale_ * max(s - shift_, 0) + scale_below_ * min(s - shift_, 0)
-        u   = 1 / (1 + exp(-z))                  # transform="logistic"
-        u   = interp(s, knots_, levels_)         # transform="quantile"
+        u   = 1 / (1 + exp(-z))                  # "logistic"
+        u   = interp(s, knots_, levels_)         # "quantile"
         v   = 1 / (1 + exp(z))  (logistic), else 1 - u
         eta = c[0] + sum_k (c[k] - c[0]) C(d, k) u^k v^(d - k)
         p   = clip(eta, 0, 1)                   # loss="squared"
@@ -297,10 +301,10 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
             np.ndarray,
         ],
         "loss": [StrOptions({"log", "squared"})],
-        "transform": [StrOptions(set(TRANSFORMS))],
+        "score_transform": [StrOptions(set(TRANSFORMS))],
         "n_knots": [Interval(Integral, 2, None, closed="left")],
         "logit_bound": [Interval(Real, 0, None, closed="neither")],
-        "cv": [Interval(Integral, 2, None, closed="left")],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
         "solver": [StrOptions({"active-set", "cvxpy"})],
         "min_slope": [Interval(Real, 0, 0.5, closed="left")],
     }
@@ -310,19 +314,19 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         degree="auto",
         *,
         loss="log",
-        transform="logistic",
+        score_transform="logistic",
         n_knots=64,
         logit_bound=15.0,
-        cv=5,
+        n_folds=5,
         solver="active-set",
         min_slope=1e-7,
     ):
         self.degree = degree
         self.loss = loss
-        self.transform = transform
+        self.score_transform = score_transform
         self.n_knots = n_knots
         self.logit_bound = logit_bound
-        self.cv = cv
+        self.n_folds = n_folds
         self.solver = solver
         self.min_slope = min_slope
 
@@ -361,23 +365,24 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         -------
         self : BernsteinCalibrator
         """
-        s, y = check_scores(self, X, reset=True, y=y)
+        arr, y = check_scores(self, X, reset=True, y=y)
         self.classes_, target = check_binary_labels(y, type(self).__name__)
-        w = check_weights(sample_weight, s)
+        w = check_weights(sample_weight, arr)
         degrees = self._candidate_degrees()
         keep = w > 0
-        s, target, w = s[keep].astype(np.float64), target[keep], w[keep]
-        if target.min() == target.max():
+        if target[keep].min() == target[keep].max():
             raise ValueError(
                 "y contains a single class among the rows with positive sample_weight; "
                 f"{type(self).__name__} needs both classes"
             )
+        s = single_score(self, arr)
+        s, target, w = s[keep].astype(np.float64), target[keep], w[keep]
 
-        params = fit_transform_params(self.transform, s, w, self.n_knots)
+        params = fit_transform_params(self.score_transform, s, w, self.n_knots)
         for key in _TRANSFORM_KEYS:
             if key in params:
                 setattr(self, key + "_", params[key])
-        u, _ = apply_transform(self.transform, s, params)
+        u, _ = apply_transform(self.score_transform, s, params)
 
         solve = solve_monotone_qp if self.solver == "active-set" else solve_monotone_qp_cvxpy
         solver = _Solver(solve, float(self.min_slope))
@@ -400,7 +405,7 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
     def _fit_coef(self, u, target, w, degrees, bound, solver):
         if len(degrees) > 1:
             fold_losses = select_degree(
-                u, target, w, degrees, self.loss, bound, solver, min(self.cv, u.shape[0])
+                u, target, w, degrees, self.loss, bound, solver, min(self.n_folds, u.shape[0])
             )
             self.cv_degrees_ = np.asarray(degrees)
             self.cv_log_loss_ = fold_losses.mean(axis=0)
@@ -412,9 +417,9 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
 
     def _positive_proba(self, X):
         check_is_fitted(self)
-        s, _ = check_scores(self, X, reset=False)
+        s = single_score(self, check_scores(self, X, reset=False)[0])
         params = {k: getattr(self, k + "_") for k in _TRANSFORM_KEYS if hasattr(self, k + "_")}
-        u, v = apply_transform(self.transform, s, params)
+        u, v = apply_transform(self.score_transform, s, params)
         return _predict(u, self.coef_, self.loss, v).astype(s.dtype, copy=False)
 
     def predict_proba(self, X):
@@ -424,7 +429,8 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Class with the higher calibrated probability (ties go to ``classes_[0]``)."""
-        return self.classes_[(self._positive_proba(X) > 0.5).astype(np.intp)]
+        p = self._positive_proba(X)
+        return self.classes_[(p > 0.5).astype(np.intp)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -15,7 +15,12 @@ from sklearn.svm import LinearSVC
 from sklearn.utils import indexable
 from sklearn.utils._indexing import _safe_indexing
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_samples, check_is_fitted, has_fit_parameter
+from sklearn.utils.validation import (
+    _num_samples,
+    check_is_fitted,
+    column_or_1d,
+    has_fit_parameter,
+)
 
 from ._validation import HasMethods, StrOptions, _fit_context
 from .bernstein import BernsteinCalibrator
@@ -256,13 +261,16 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self : CalibratedClassifier
         """
         check_classification_targets(y)
+        y = column_or_1d(y, warn=True)
         X, y = indexable(X, y)
+        if _num_samples(X) == 0:
+            raise ValueError("Found array with 0 sample(s) (shape=(0, ...)): nothing to fit")
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
         y_enc = encoder.transform(y)
         if self.classes_.shape[0] < 2:
             raise ValueError(
-                f"y contains a single class ({self.classes_[0]!r}); calibration needs "
+                f"y contains only one class ({self.classes_[0]!r}); calibration needs "
                 "at least two classes"
             )
         estimator = LinearSVC() if self.estimator is None else self.estimator

@@ -31,7 +31,7 @@ def make_scores(n, seed=0, tail=False):
 def _u(cal, s):
     keys = ("shift", "scale", "scale_below", "knots", "levels")
     params = {k: getattr(cal, k + "_") for k in keys if hasattr(cal, k + "_")}
-    return apply_transform(cal.transform, s, params)[0]
+    return apply_transform(cal.score_transform, s, params)[0]
 
 
 def full_problem_objective(u, y, w, degree, loss):
@@ -69,7 +69,7 @@ def our_objective(v, coef, y, w, loss):
 def test_objective_matches_full_cvxpy_problem(loss, transform, degree):
     s, y = make_scores(1500, seed=degree)
     w = np.random.default_rng(1).uniform(0.2, 2.0, size=s.shape[0])
-    cal = BernsteinCalibrator(degree=degree, loss=loss, transform=transform).fit(s, y, w)
+    cal = BernsteinCalibrator(degree=degree, loss=loss, score_transform=transform).fit(s, y, w)
     reference, v = full_problem_objective(_u(cal, s), y, w, degree, loss)
     ours = our_objective(v, cal.coef_, y, w, loss)
     assert ours <= reference * (1 + 1e-6)
@@ -113,7 +113,7 @@ def test_monotone_and_bounded_everywhere(s, seed, degree, loss, transform):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, size=s.shape[0])
     y[:2] = [0, 1]
-    cal = BernsteinCalibrator(degree=degree, loss=loss, transform=transform).fit(s, y)
+    cal = BernsteinCalibrator(degree=degree, loss=loss, score_transform=transform).fit(s, y)
     lo, hi = s.min(), s.max()
     span = max(hi - lo, 1.0)
     grid = np.sort(np.r_[np.linspace(lo - span, hi + span, 400), s, -1e300, 1e300])
@@ -135,7 +135,7 @@ def test_ranking_and_auc_kept_exactly(loss, transform, seed):
     if transform == "quantile":  # clipped outside the fitted range by definition
         inside = (s_test > s.min()) & (s_test < s.max())
         s_test, y_test = s_test[inside], y_test[inside]
-    cal = BernsteinCalibrator(loss=loss, transform=transform).fit(s, y)
+    cal = BernsteinCalibrator(loss=loss, score_transform=transform).fit(s, y)
     p = cal.predict_proba(s_test)[:, 1]
     assert np.all(np.diff(p[np.argsort(s_test)]) > 0), "distinct scores must stay distinct"
     assert roc_auc_score(y_test, p) == roc_auc_score(y_test, s_test)
@@ -160,8 +160,8 @@ def test_weights_equal_repetition(loss, transform):
     s, y = make_scores(600, seed=3)
     w = np.random.default_rng(4).integers(0, 4, size=s.shape[0])
     w[:2] = 1
-    a = BernsteinCalibrator(degree=9, loss=loss, transform=transform).fit(s, y, w)
-    b = BernsteinCalibrator(degree=9, loss=loss, transform=transform).fit(
+    a = BernsteinCalibrator(degree=9, loss=loss, score_transform=transform).fit(s, y, w)
+    b = BernsteinCalibrator(degree=9, loss=loss, score_transform=transform).fit(
         np.repeat(s, w), np.repeat(y, w)
     )
     grid = np.linspace(-5, 5, 201)
@@ -228,7 +228,7 @@ def test_float32_in_float32_out_and_column_input():
 def test_constant_scores_predict_weighted_base_rate(loss, transform):
     y = np.array([0, 1, 1, 0, 1])
     w = np.array([1.0, 2.0, 1.0, 4.0, 2.0])
-    cal = BernsteinCalibrator(loss=loss, transform=transform).fit(np.full(5, 3.0), y, w)
+    cal = BernsteinCalibrator(loss=loss, score_transform=transform).fit(np.full(5, 3.0), y, w)
     p = cal.predict_proba(np.array([-1e9, 3.0, 7.0]))[:, 1]
     np.testing.assert_allclose(p, 0.5, rtol=1e-9)
 
@@ -240,8 +240,8 @@ def test_zero_weight_rows_are_absent_rows():
     s_out = s.copy()
     s_out[:50] = 1e6  # an outlier with zero weight must not move the transform
     for transform in TRANSFORMS:
-        a = BernsteinCalibrator(degree=5, transform=transform).fit(s_out, y, w)
-        b = BernsteinCalibrator(degree=5, transform=transform).fit(s[50:], y[50:])
+        a = BernsteinCalibrator(degree=5, score_transform=transform).fit(s_out, y, w)
+        b = BernsteinCalibrator(degree=5, score_transform=transform).fit(s[50:], y[50:])
         grid = np.linspace(-3, 3, 50)
         np.testing.assert_allclose(a.predict_proba(grid), b.predict_proba(grid), atol=1e-9)
 
