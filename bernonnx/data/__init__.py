@@ -1,0 +1,1 @@
+"""Data files shipped with bernonnx (see :mod:`bernonnx.datasets`)."""
