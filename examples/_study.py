@@ -1,9 +1,9 @@
 """Helpers shared by the calibration studies in this folder (not a public API).
 
 Data loading, the command line every study accepts, the metrics of the seed
-documents and a markdown results table. The metrics are written out here on
-purpose: the studies must not depend on ``bernonnx.metrics``, and the ECE has
-to be exactly the one the seed 000 blog post reports.
+documents (from ``bernonnx.metrics``: its 10-bin uniform ECE bins exactly as
+seed 000's code and scikit-learn's ``calibration_curve`` do) and a markdown
+results table.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
+
+from bernonnx import metrics
+from bernonnx.calibration import LOG_ODDS_EPS
 
 #: ``<checkout>/../shared/data``: the data folder sits next to the repository.
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: Rows kept by ``--quick`` (stratified), small enough for a CI smoke run.
 QUICK_ROWS = 20_000
-#: Probabilities are clipped to ``[eps, 1 - eps]`` before the log-odds map so
-#: that 0 and 1 give finite scores; bernonnx's ``log_odds=True`` clips alike.
-LOG_ODDS_EPS = 1e-15
 
 #: Table columns: key -> (header, format). Missing values print as a dash.
 COLUMNS = {
@@ -109,31 +109,6 @@ def equal_width_bins(p: np.ndarray, n_bins: int) -> np.ndarray:
     return np.searchsorted(edges[1:-1], p)
 
 
-def binned_calibration(y, p, n_bins: int):
-    """Weight, mean prediction and positive rate of the non-empty equal-width bins."""
-    y = np.asarray(y, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
-    ids = equal_width_bins(p, n_bins)
-    total = np.bincount(ids, minlength=n_bins)
-    pred_sum = np.bincount(ids, weights=p, minlength=n_bins)
-    true_sum = np.bincount(ids, weights=y, minlength=n_bins)
-    nonzero = total > 0
-    weight = total[nonzero] / total.sum()
-    return weight, pred_sum[nonzero] / total[nonzero], true_sum[nonzero] / total[nonzero]
-
-
-def expected_calibration_error(y, p, n_bins: int = 10) -> float:
-    """Seed 000's ECE: ``sum_b w_b |mean_pred_b - pos_rate_b|`` over equal-width bins."""
-    weight, pred, true = binned_calibration(y, p, n_bins)
-    return float(np.sum(weight * np.abs(pred - true)))
-
-
-def rms_calibration_error(y, p, n_bins: int = 15) -> float:
-    """Seed 001's ECE as written in its text: ``sqrt(sum_b w_b (mean_pred_b - pos_rate_b)^2)``."""
-    weight, pred, true = binned_calibration(y, p, n_bins)
-    return float(np.sqrt(np.sum(weight * (pred - true) ** 2)))
-
-
 def evaluate(y, p, *, probability: bool = True, rms_bins: int | None = None) -> dict:
     """Metrics of one column of predictions ``p`` on labels ``y``.
 
@@ -143,11 +118,12 @@ def evaluate(y, p, *, probability: bool = True, rms_bins: int | None = None) -> 
     p = np.asarray(p, dtype=np.float64)
     row = {"auc": roc_auc_score(y, p), "distinct": int(np.unique(p).size)}
     if probability:
-        row["ece"] = expected_calibration_error(y, p, 10)
-        row["brier"] = brier_score_loss(y, p)
-        row["log_loss"] = log_loss(y, p)
+        # uniform bins binned as calibration_curve does: seed 000's ECE exactly
+        row["ece"] = metrics.expected_calibration_error(y, p, n_bins=10)
+        row["brier"] = metrics.brier_score(y, p)
+        row["log_loss"] = metrics.log_loss(y, p)
         if rms_bins is not None:
-            row["rms_ce"] = rms_calibration_error(y, p, rms_bins)
+            row["rms_ce"] = metrics.rms_calibration_error(y, p, n_bins=rms_bins)
     return row
 
 

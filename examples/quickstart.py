@@ -26,7 +26,9 @@ COLUMNS = ("ece", "mce", "brier", "log_loss", "auc", "n_distinct")
 
 
 def split(X, y):
-    X_fit, X_test, y_fit, y_test = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    X_fit, X_test, y_fit, y_test = train_test_split(
+        X, y, test_size=0.2, random_state=0, stratify=y
+    )
     X_train, X_cal, y_train, y_cal = train_test_split(
         X_fit, y_fit, test_size=0.25, random_state=0, stratify=y_fit
     )

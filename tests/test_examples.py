@@ -43,3 +43,27 @@ def test_credit_card_study_quick():
     out = run("credit_card_study.py", "--quick")
     assert "FAIL" not in out
     assert "keeps the test AUC exactly" in out
+
+
+def test_transform_study_quick():
+    out = run("transform_study.py", "--quick")
+    assert out.count("## ") == 4
+    assert "loss=log, score_transform=logistic" in out
+
+
+def test_benchmarks_quick_smoke(tmp_path):
+    # runs the benchmark code path end to end; timings are reported, never asserted
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run.py"),
+            "--quick",
+            "--out",
+            str(tmp_path / "b.md"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "## 1. Fit time vs IsotonicRegression" in (tmp_path / "b.md").read_text()
