@@ -1,0 +1,188 @@
+"""Export bernonnx models (and anything containing them) to ONNX, and check parity.
+
+>>> import numpy as np
+>>> from sklearn.linear_model import LogisticRegression
+>>> from bernonnx import CalibratedClassifier
+>>> from bernonnx.export import check_parity, to_onnx
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(600, 4)); y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+>>> clf = CalibratedClassifier(LogisticRegression(), cv=3).fit(X, y)
+>>> onx = to_onnx(clf, X[:1])
+>>> [o.name for o in onx.graph.output]
+['label', 'probabilities']
+>>> report = check_parity(clf, onx, X)
+>>> bool(report["max_abs_error"] < 1e-6 and report["labels_equal"])
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import skl2onnx
+import sklearn
+from skl2onnx import to_onnx as _skl2onnx_to_onnx
+from sklearn.pipeline import Pipeline
+
+from . import __version__
+from .bernstein import BernsteinCalibrator
+from .calibration import CalibratedClassifier
+
+__all__ = ["DEFAULT_OPSET", "check_parity", "onnx_inputs", "to_onnx"]
+
+#: ai.onnx 17 runs on every onnxruntime since 1.12 (Triton's, mobile, web);
+#: ai.onnx.ml 3 carries double-precision tree ensembles.
+DEFAULT_OPSET = {"": 17, "ai.onnx.ml": 3}
+
+
+def _final_estimator(model):
+    return model.steps[-1][1] if isinstance(model, Pipeline) else model
+
+
+def _as_dtype(X, dtype):
+    """Numeric data (array, or each numeric DataFrame column) cast to ``dtype``."""
+    if hasattr(X, "dtypes"):
+        X = X.copy()
+        for column in X.columns:
+            if X[column].dtype.kind in "biuf":
+                X[column] = X[column].astype(dtype)
+        return X
+    return np.asarray(X, dtype=dtype)
+
+
+def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=np.float32) -> dict:
+    """The input feed for ``X``: one tensor, or one (N, 1) tensor per DataFrame column."""
+    names = [i.name for i in onnx_model.graph.input]
+    if hasattr(X, "columns"):
+        feed = {}
+        for name in names:
+            column = X[name].to_numpy()
+            kind = column.dtype.kind
+            column = column.astype(dtype) if kind in "fiub" else column.astype(str).astype(object)
+            feed[name] = column.reshape(-1, 1)
+        return feed
+    if len(names) != 1:
+        raise ValueError(f"the graph has inputs {names}; pass X as a DataFrame with those columns")
+    return {names[0]: np.asarray(X, dtype=dtype)}
+
+
+def _describe(model) -> dict[str, str]:
+    """Metadata naming what produced the graph and the calibrators inside."""
+    final = _final_estimator(model)
+    meta = {
+        "bernonnx_version": __version__,
+        "skl2onnx_version": skl2onnx.__version__,
+        "onnx_version": onnx.__version__,
+        "sklearn_version": sklearn.__version__,
+        "model": type(model).__name__,
+    }
+    calibrators = []
+    if isinstance(final, CalibratedClassifier):
+        meta["response_method"] = final.response_method_
+        meta["log_odds"] = str(final.log_odds)
+        meta["n_fold_pairs"] = str(len(final.calibrated_classifiers_))
+        calibrators = [c for pair in final.calibrated_classifiers_ for c in pair.calibrators]
+    elif isinstance(final, BernsteinCalibrator):
+        calibrators = [final]
+    if calibrators:
+        meta["calibrator"] = type(calibrators[0]).__name__
+        meta["degree"] = ",".join(str(getattr(c, "degree_", "")) for c in calibrators)
+        meta["loss"] = str(getattr(calibrators[0], "loss", ""))
+        meta["score_transform"] = str(getattr(calibrators[0], "score_transform", ""))
+    return meta
+
+
+def to_onnx(
+    model,
+    X_sample,
+    *,
+    dtype=np.float32,
+    zipmap: bool = False,
+    target_opset: dict | int | None = None,
+    name: str = "bernonnx",
+) -> onnx.ModelProto:
+    """Convert a fitted model containing bernonnx estimators into one ONNX graph.
+
+    Registers the converters (:func:`bernonnx.converters.register_converters`)
+    and calls ``skl2onnx.to_onnx``. The base model(s) and the calibrators land
+    in the same graph; outputs are ``label`` (N,) and ``probabilities``
+    (N, n_classes) tensors.
+
+    Parameters
+    ----------
+    model : fitted estimator
+        A ``CalibratedClassifier``, a ``BernsteinCalibrator`` (input: scores of
+        shape (N, 1)), or a Pipeline ending in one.
+    X_sample : array-like or DataFrame
+        A few rows of input; fixes input names and types (a DataFrame gives
+        one input per column, as skl2onnx does).
+    dtype : {np.float32, np.float64}, default=np.float32
+        Float type of the graph's numeric inputs and of the probabilities. The
+        calibrators always compute in float64 inside the graph.
+    zipmap : bool, default=False
+        Add skl2onnx's ZipMap (a list of dicts). Serving runtimes (Triton,
+        onnxruntime-node/web) reject it; keep False for serving.
+    target_opset : dict or int, optional
+        Defaults to :data:`DEFAULT_OPSET` (ai.onnx 17, ai.onnx.ml 3).
+    name : str, default="bernonnx"
+        Graph name.
+
+    Returns
+    -------
+    onnx.ModelProto
+        With metadata (``metadata_props``) naming the library versions and
+        the calibrators (type, degrees, loss, transform).
+    """
+    from bernonnx.converters import register_converters
+
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
+    register_converters()
+    final = _final_estimator(model)
+    options = {id(final): {"zipmap": zipmap}}
+    sample = _as_dtype(X_sample, dtype)
+    onx = _skl2onnx_to_onnx(
+        model,
+        sample,
+        options=options,
+        target_opset=DEFAULT_OPSET if target_opset is None else target_opset,
+    )
+    onx.graph.name = name
+    onx.producer_name = "bernonnx"
+    onx.producer_version = __version__
+    for key, value in _describe(model).items():
+        onx.metadata_props.add(key=key, value=value)
+    return onx
+
+
+def check_parity(model, onnx_model: onnx.ModelProto, X, *, dtype=None) -> dict:
+    """Run ``onnx_model`` in onnxruntime on ``X`` and compare with ``model``.
+
+    Returns ``max_abs_error`` (probabilities), ``labels_equal`` and ``n_rows``.
+    ``dtype`` defaults to the graph's float input type.
+    """
+    if dtype is None:
+        elem = next(
+            (
+                i.type.tensor_type.elem_type
+                for i in onnx_model.graph.input
+                if i.type.tensor_type.elem_type
+                in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE)
+            ),
+            onnx.TensorProto.FLOAT,
+        )
+        dtype = np.float64 if elem == onnx.TensorProto.DOUBLE else np.float32
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(
+        onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    X_typed = _as_dtype(X, dtype)
+    label, proba = session.run(["label", "probabilities"], onnx_inputs(onnx_model, X_typed, dtype))
+    expected = model.predict_proba(X_typed)
+    return {
+        "max_abs_error": float(np.max(np.abs(proba - expected))),
+        "labels_equal": bool(np.array_equal(label, model.predict(X_typed))),
+        "n_rows": int(proba.shape[0]),
+    }
