@@ -55,6 +55,9 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=np.float32) -> dict:
     """The input feed for ``X``: one tensor, or one (N, 1) tensor per DataFrame column."""
     names = [i.name for i in onnx_model.graph.input]
     if hasattr(X, "columns"):
+        missing = [name for name in names if name not in X.columns]
+        if missing:
+            raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes as inputs")
         feed = {}
         for name in names:
             column = X[name].to_numpy()
@@ -64,7 +67,14 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=np.float32) -> dict:
         return feed
     if len(names) != 1:
         raise ValueError(f"the graph has inputs {names}; pass X as a DataFrame with those columns")
-    return {names[0]: np.asarray(X, dtype=dtype)}
+    X = np.asarray(X, dtype=dtype)
+    dims = onnx_model.graph.input[0].type.tensor_type.shape.dim
+    width = dims[1].dim_value if len(dims) > 1 else 0
+    if width and (X.ndim != 2 or X.shape[1] != width):
+        raise ValueError(
+            f"X has shape {X.shape} but the ONNX input {names[0]!r} takes {width} columns"
+        )
+    return {names[0]: X}
 
 
 def _describe(model) -> dict[str, str]:

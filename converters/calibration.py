@@ -199,9 +199,16 @@ def calculate_classifier_output_shapes(operator):
 
 
 def _finish(g: GraphWriter, operator, probabilities: str) -> None:
-    """Label by ArgMax on the float64 probabilities, then the output cast."""
+    """Label by ArgMax on the float64 probabilities, then the output cast.
+
+    A NaN input row (Python raises a ValueError there; a graph cannot) gives
+    NaN probabilities and, deterministically, the first class as label.
+    """
     classes = np.asarray(operator.raw_operator.classes_)
-    index = g.node("ArgMax", [probabilities], "argmax", axis=1, keepdims=0)
+    finite = g.node(
+        "Where", [g.node("IsNaN", [probabilities]), g.const("minus_one", -1.0), probabilities]
+    )
+    index = g.node("ArgMax", [finite], "argmax", axis=1, keepdims=0)
     if classes.dtype.kind in "OUS":
         table = g.const("classes", classes.astype(str), TensorProto.STRING)
     else:
