@@ -25,10 +25,12 @@ def run(script, *args):
     return done.stdout
 
 
-def test_quickstart_runs_and_keeps_ranking():
-    out = run("quickstart.py")
+def test_quickstart_runs_exports_and_keeps_ranking(tmp_path):
+    out = run("quickstart.py", "--out", str(tmp_path))
     assert "bernonnx Bernstein (log-odds)" in out
     assert "ranking kept exactly: True" in out
+    assert out.count("labels identical: True") == 2
+    assert (tmp_path / "triton" / "credit_default" / "config.pbtxt").exists()
 
 
 @needs_shared
