@@ -60,27 +60,20 @@ import pandas as pd
 import skl2onnx
 import sklearn
 from sklearn.calibration import CalibratedClassifierCV
-from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
-from sklearn.svm import LinearSVC
 
 import bernonnx
+
+# seed 000's data, split and pipeline, shared with the diabetes study
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from diabetes_study import DATA_FILE, load_splits, make_pipeline  # noqa: E402
+
 from bernonnx import CalibratedClassifier
 from bernonnx.export import DEFAULT_OPSET, check_parity, onnx_inputs, to_onnx
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
-DATA_FILE = "diabetes_brfss2015.csv.gz"
-LABEL = "Diabetes_binary"
-CATEGORICAL_COLS = [
-    "HighBP", "HighChol", "CholCheck", "Smoker", "Stroke", "HeartDiseaseorAttack",
-    "PhysActivity", "Fruits", "Veggies", "HvyAlcoholConsump", "AnyHealthcare", "NoDocbcCost",
-    "GenHlth", "DiffWalk", "Sex", "Education", "Income",
-]  # fmt: skip
-NUMERICAL_COLS = ["Age", "BMI", "MentHlth", "PhysHlth"]
 SEED = 0
 BATCH = 100_000
 LATENCY_BLOCK = 100  # single-row calls per graph before switching to the next graph
@@ -131,37 +124,6 @@ def progress(message: str) -> None:
 
 
 # ---------------------------------------------------------------------------- data and models
-
-
-def load_splits(data_dir: Path, max_rows: int | None):
-    """Seed 000's 70 / 15 / 15 train / calibration / test split of the diabetes data."""
-    path = Path(data_dir) / DATA_FILE
-    if not path.is_file():
-        sys.exit(f"error: {path} not found; pass --data-dir (the folder holding {DATA_FILE})")
-    df = pd.read_csv(path)
-    if max_rows is not None and max_rows < len(df):
-        df, _ = train_test_split(df, train_size=max_rows, stratify=df[LABEL], random_state=SEED)
-    X, y = df.drop(columns=LABEL), df[LABEL].to_numpy()
-    X_remain, X_test, y_remain, y_test = train_test_split(X, y, test_size=0.15, random_state=42)
-    X_train, X_cal, y_train, y_cal = train_test_split(
-        X_remain, y_remain, test_size=0.15 / 0.85, random_state=43
-    )
-    return X_train, y_train, X_cal, y_cal, X_test, y_test
-
-
-def make_pipeline() -> Pipeline:
-    """Seed 000's pipeline: one-hot categoricals, min-max numericals, ``LinearSVC()``."""
-    features = ColumnTransformer(
-        [
-            (
-                "categorical",
-                OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=10),
-                CATEGORICAL_COLS,
-            ),
-            ("numerical", MinMaxScaler(), NUMERICAL_COLS),
-        ]
-    )
-    return Pipeline([("feature_transformer", features), ("classifier", LinearSVC())])
 
 
 def as_float32(X: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import skl2onnx
 import sklearn
 from skl2onnx import to_onnx as _skl2onnx_to_onnx
@@ -28,6 +27,7 @@ from sklearn.pipeline import Pipeline
 from . import __version__
 from .bernstein import BernsteinCalibrator
 from .calibration import CalibratedClassifier
+from .deploy import run_onnx
 
 __all__ = ["DEFAULT_OPSET", "check_parity", "onnx_inputs", "to_onnx"]
 
@@ -111,6 +111,7 @@ def to_onnx(
     zipmap: bool = False,
     target_opset: dict | int | None = None,
     name: str = "bernonnx",
+    basis: str = "exp",
 ) -> onnx.ModelProto:
     """Convert a fitted model containing bernonnx estimators into one ONNX graph.
 
@@ -137,6 +138,12 @@ def to_onnx(
         Defaults to :data:`DEFAULT_OPSET` (ai.onnx 17, ai.onnx.ml 3).
     name : str, default="bernonnx"
         Graph name.
+    basis : {"exp", "pow"}, default="exp"
+        How the graph builds the Bernstein basis ``C(d,k) u^k v^(d-k)``:
+        ``"exp"`` in log space (``Exp(Gemm(Log([u, v]), K, log C))``), or
+        ``"pow"`` with two broadcast ``Pow`` nodes and ``Mul``. Both agree
+        with Python within the parity bounds; ``"exp"`` has 2.5x the throughput
+        at batch 100,000 (``benchmarks/onnx_results.md``).
 
     Returns
     -------
@@ -150,7 +157,7 @@ def to_onnx(
         raise ValueError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
     register_converters()
     final = _final_estimator(model)
-    options = {id(final): {"zipmap": zipmap}}
+    options = {id(final): {"zipmap": zipmap, "basis": basis}}
     sample = _as_dtype(X_sample, dtype)
     onx = _skl2onnx_to_onnx(
         model,
@@ -183,13 +190,9 @@ def check_parity(model, onnx_model: onnx.ModelProto, X, *, dtype=None) -> dict:
             onnx.TensorProto.FLOAT,
         )
         dtype = np.float64 if elem == onnx.TensorProto.DOUBLE else np.float32
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(
-        onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
     X_typed = _as_dtype(X, dtype)
-    label, proba = session.run(["label", "probabilities"], onnx_inputs(onnx_model, X_typed, dtype))
+    outputs = run_onnx(onnx_model, onnx_inputs(onnx_model, X_typed, dtype))
+    label, proba = outputs["label"], outputs["probabilities"]
     expected = model.predict_proba(X_typed)
     return {
         "max_abs_error": float(np.max(np.abs(proba - expected))),

@@ -1,71 +1,162 @@
 """ONNX converter of :class:`bernonnx.BernsteinCalibrator` (mirrors ``bernonnx/bernstein.py``).
 
-Nodes emitted for a score tensor ``s`` of shape (N, 1), all in float64::
+Nodes emitted on a float64 score matrix ``raw`` (N, K) whose column ``j`` is
+the score ``s``::
 
-    d    = Clip(s - shift, -1e300, 1e300)
-    u, v = Sigmoid(z), Sigmoid(-z),  z = Relu(d) * scale + Min(d, 0) * scale_below   logistic
-    u    = Clip(d * scale, 0, 1), v = 1 - u                                           minmax
-    u    = MatMul(Clip((s - knots[:-1]) / widths, 0, 1), diff(levels)), v = 1 - u     quantile
-    B    = Pow(u, k) * Pow(v, d - k) * C(d, k)          k = 0..d, broadcast to (N, d+1)
-    eta  = MatMul(B, coef - coef[0]) + coef[0]
-    p    = Sigmoid(eta) (loss="log")  |  Clip(eta, 0, 1) (loss="squared")
+    affine   a  = [(s - shift) * scale, (s - shift) * scale_below]       (N, 2)
+    logistic z  = ReduceMax(a)  (ReduceMin when scale < scale_below)
+             uv = Max(Sigmoid(MatMul(z, [[1, -1]])), 1e-300)             [u, v]
+    minmax   u  = Clip(a[:, :1], 0, 1)
+    quantile u  = MatMul(Clip((s - knots[:-1]) / widths, 0, 1), diff(levels))
+             uv = Max(Gemm(u, [[1, -1]], [0, 1]), 1e-300)                 [u, 1 - u]
 
-This is the formula ``BernsteinCalibrator.predict_proba`` evaluates (see its
-Notes). ``Pow(0, 0) = 1`` and the clip on ``d`` keep every node finite for
-any finite input: no ``inf * 0``.
+    basis="exp" (default):  B = Exp(Gemm(Log(uv), [[k], [d - k]], log C(d, k)))
+    basis="pow":            B = Pow(u, k) * Pow(v, d - k) * C(d, k)
+    eta = Gemm(B, coef - coef[0], coef[0])
+    p   = Sigmoid(eta) (loss="log")  |  Clip(eta, 0, 1) (loss="squared")
+
+This is the formula ``BernsteinCalibrator.predict_proba`` evaluates (its
+Notes): ``max(d*scale, d*scale_below)`` equals ``scale*max(d, 0) +
+scale_below*min(d, 0)`` bit for bit when ``scale >= scale_below``.
+
+Two ways to reach ``a`` (``exact``): ``Gather`` the column, ``Sub`` the shift,
+``MatMul`` the slopes, rounding exactly as numpy does (float64 graphs); or one
+``Gemm(raw, W, -shift * W)`` with the slopes in row ``j`` of ``W`` (float32
+graphs, whose inputs carry 1e-7 relative error anyway): fewer nodes, which is
+what batch-1 latency pays for.
+
+The ``exp`` basis is ``C u^k v^(d-k)`` in log space: it replaces two broadcast
+``Pow`` nodes that took 60% of the stage at batch 100,000
+(``benchmarks/onnx_results.md``). The ``1e-300`` floor keeps ``Log`` finite
+(onnxruntime's float64 Sigmoid returns exactly 0 below z = -37), so every
+node is finite for any finite input and ``0 * log(0)`` never makes a NaN; it
+moves a calibrated value by at most ``C(d, 1) |coef[1] - coef[0]| 2e-16``,
+below 1e-12.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import comb
+from onnx import TensorProto
+from scipy.special import comb, gammaln
 
 from bernonnx.converters._graph import GraphWriter
 
-#: Same bound as ``bernonnx._transforms._MAX_DIFF``.
-_MAX_DIFF = 1e300
+_TINY = 1e-300
+BASES = ("exp", "pow")
 
 
-def _transform(g: GraphWriter, s: str, cal) -> tuple[str, str]:
-    one = g.const("one", 1.0)
-    zero = g.const("zero", 0.0)
-    if cal.score_transform == "quantile":
-        knots, levels = np.asarray(cal.knots_), np.asarray(cal.levels_)
-        if knots.shape[0] == 1:
-            # constant scores: u = 0 whatever s (s * 0 would be NaN for s = inf)
-            u = g.node("Mul", [g.node("Clip", [s, zero, zero]), zero])
-        else:
-            k = knots.shape[0] - 1
-            shifted = g.node("Sub", [s, g.const("knots", knots[:-1].reshape(1, k))])
-            ramps = g.node("Mul", [shifted, g.const("inv_width", 1.0 / np.diff(knots)[None, :])])
-            ramps = g.node("Clip", [ramps, zero, one])
-            u = g.node("MatMul", [ramps, g.const("dlevels", np.diff(levels).reshape(k, 1))])
-        return u, g.node("Sub", [one, u])
-    bound = g.const("max_diff", _MAX_DIFF)
-    d = g.node("Sub", [s, g.const("shift", cal.shift_)])
-    d = g.node("Clip", [d, g.node("Neg", [bound]), bound])
+def _reduce(g: GraphWriter, op: str, x: str) -> str:
+    """Reduce over axis 1 keeping dims; axes became an input in opset 18."""
+    if g.container.target_opset >= 18:
+        return g.node(op, [x, g.const("axes", [1], TensorProto.INT64)], keepdims=1)
+    return g.node(op, [x], axes=[1], keepdims=1)
+
+
+def _affine(g: GraphWriter, raw: str, width: int, column: int, shift, slopes, exact: bool):
+    """``(s - shift) * slopes`` for ``s = raw[:, column]``; slopes of shape (m,) -> (N, m)."""
+    slopes = np.atleast_1d(np.asarray(slopes, dtype=np.float64))
+    shift = np.broadcast_to(np.asarray(shift, dtype=np.float64), slopes.shape)
+    if exact:
+        s = raw if width == 1 else g.column(raw, column)
+        d = g.node("Sub", [s, g.const("shift", shift[None, :])])
+        return g.node("Mul", [d, g.const("slopes", slopes[None, :])])
+    weights = np.zeros((width, slopes.shape[0]))
+    weights[column] = slopes
+    return g.node("Gemm", [raw, g.const("w", weights), g.const("b", -shift * slopes)])
+
+
+def _uv(g: GraphWriter, raw: str, width: int, column: int, cal, exact: bool) -> str:
+    """``[u, v]`` (N, 2), floored at 1e-300."""
+    tiny = g.const("tiny", _TINY)
+    if cal.score_transform == "logistic":
+        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_, cal.scale_below_], exact)
+        z = _reduce(g, "ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
+        uv = g.node("Sigmoid", [g.node("MatMul", [z, g.const("pm", [[1.0, -1.0]])])])
+        return g.node("Max", [uv, tiny], "uv")
+    zero, one = g.const("zero", 0.0), g.const("one", 1.0)
     if cal.score_transform == "minmax":
-        u = g.node("Clip", [g.node("Mul", [d, g.const("scale", cal.scale_)]), zero, one])
-        return u, g.node("Sub", [one, u])
-    above = g.node("Mul", [g.node("Relu", [d]), g.const("scale", cal.scale_)])
-    below = g.node("Mul", [g.node("Min", [d, zero]), g.const("scale_below", cal.scale_below_)])
-    z = g.node("Add", [above, below], "z")
-    return g.node("Sigmoid", [z], "u"), g.node("Sigmoid", [g.node("Neg", [z])], "v")
+        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_], exact)
+        u = g.node("Clip", [a, zero, one], "u")
+    else:
+        knots, levels = np.asarray(cal.knots_), np.asarray(cal.levels_)
+        k = knots.shape[0] - 1
+        ramps = _affine(g, raw, width, column, knots[:-1], 1.0 / np.diff(knots), exact)
+        ramps = g.node("Clip", [ramps, zero, one])
+        u = g.node("MatMul", [ramps, g.const("dlevels", np.diff(levels).reshape(k, 1))], "u")
+    uv = g.node("Gemm", [u, g.const("to_uv", [[1.0, -1.0]]), g.const("uv0", [0.0, 1.0])])
+    return g.node("Max", [uv, tiny], "uv")
 
 
-def emit_bernstein(scope, container, score: str, cal, prefix: str = "bern") -> str:
-    """Emit the calibrator on a float64 (N, 1) ``score``; returns the (N, 1) float64 P(y = 1)."""
-    g = GraphWriter(scope, container, prefix)
-    u, v = _transform(g, score, cal)
-    coef = np.asarray(cal.coef_, dtype=np.float64)
-    d = coef.shape[0] - 1
-    k = np.arange(d + 1, dtype=np.float64)[None, :]
-    basis = g.node(
-        "Mul", [g.node("Pow", [u, g.const("k", k)]), g.node("Pow", [v, g.const("dk", d - k)])]
+def _basis(g: GraphWriter, uv: str, degree: int, basis: str) -> str:
+    k = np.arange(degree + 1, dtype=np.float64)
+    if basis == "pow":
+        u, v = (g.column(uv, j) for j in (0, 1))
+        powers = g.node(
+            "Mul",
+            [
+                g.node("Pow", [u, g.const("k", k[None, :])]),
+                g.node("Pow", [v, g.const("dk", degree - k[None, :])]),
+            ],
+        )
+        return g.node("Mul", [powers, g.const("binom", comb(degree, k)[None, :])], "basis")
+    log_binom = gammaln(degree + 1) - gammaln(k + 1) - gammaln(degree - k + 1)
+    exponent = g.node(
+        "Gemm",
+        [
+            g.node("Log", [uv]),
+            g.const("k", np.vstack([k, degree - k])),
+            g.const("log_binom", log_binom),
+        ],
     )
-    basis = g.node("Mul", [basis, g.const("binom", comb(d, k))])
-    rise = g.node("MatMul", [basis, g.const("rise", (coef - coef[0]).reshape(d + 1, 1))])
-    eta = g.node("Add", [rise, g.const("c0", coef[0])], "eta")
+    return g.node("Exp", [exponent], "basis")
+
+
+def emit_bernstein(
+    scope,
+    container,
+    raw: str,
+    width: int,
+    column: int,
+    cal,
+    *,
+    prefix: str,
+    basis: str,
+    exact: bool,
+    pair: bool = False,
+) -> str:
+    """Emit the calibrator on column ``column`` of the float64 (N, ``width``) ``raw``.
+
+    Returns the (N, 1) float64 probability of the positive class, or with
+    ``pair=True`` the (N, 2) ``[1 - p, p]``, built in the same two nodes as
+    ``p`` alone: ``Sigmoid(Gemm(B, [-rise, rise], [-c0, c0])) = [s(-eta), s(eta)]``
+    (``Clip`` of ``[1 - eta, eta]`` for the squared loss). ``s(-eta)`` and
+    ``1 - s(eta)`` differ by rounding only (< 3e-16).
+    """
+    if basis not in BASES:
+        raise NotImplementedError(f"basis must be one of {BASES}, got {basis!r}")
+    g = GraphWriter(scope, container, prefix)
+    coef = np.asarray(cal.coef_, dtype=np.float64)
+    degree = coef.shape[0] - 1
+    rise = (coef - coef[0]).reshape(degree + 1, 1)
+    c0 = np.array([coef[0]])
+    if pair:
+        # [-eta, eta] for the sigmoid; [1 - eta, eta] for the clip
+        rise = np.hstack([-rise, rise])
+        c0 = (
+            np.array([-coef[0], coef[0]])
+            if cal.loss == "log"
+            else np.array([1 - coef[0], coef[0]])
+        )
+    if np.ptp(coef) == 0:
+        # constant scores were fitted: the map is the constant coef[0]; the
+        # transform has slope 0 and must not meet an infinite score (inf * 0)
+        zero = g.const("zero", 0.0)
+        s = raw if width == 1 else g.column(raw, column)
+        eta = g.node("Add", [g.node("Clip", [s, zero, zero]), g.const("c0", c0[None, :])])
+    else:
+        b = _basis(g, _uv(g, raw, width, column, cal, exact), degree, basis)
+        eta = g.node("Gemm", [b, g.const("rise", rise), g.const("c0", c0)], "eta")
     if cal.loss == "log":
         return g.node("Sigmoid", [eta], "p")
     return g.node("Clip", [eta, g.const("zero", 0.0), g.const("one", 1.0)], "p")

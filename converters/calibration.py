@@ -40,7 +40,11 @@ from bernonnx.converters.bernstein import emit_bernstein
 STAGE = "BernonnxCalibrationStage"
 SCORES = "BernonnxRawScores"
 CALIBRATOR_ALIAS = "BernonnxBernsteinCalibrator"
-CLASSIFIER_OPTIONS = {"zipmap": [False, True, "columns"], "nocl": [False, True]}
+CLASSIFIER_OPTIONS = {
+    "zipmap": [False, True, "columns"],
+    "nocl": [False, True],
+    "basis": ["exp", "pow"],
+}
 
 
 def _label_type(classes: np.ndarray):
@@ -205,21 +209,30 @@ def _finish(g: GraphWriter, operator, probabilities: str) -> None:
     NaN probabilities and, deterministically, the first class as label.
     """
     classes = np.asarray(operator.raw_operator.classes_)
-    finite = g.node(
-        "Where", [g.node("IsNaN", [probabilities]), g.const("minus_one", -1.0), probabilities]
-    )
-    index = g.node("ArgMax", [finite], "argmax", axis=1, keepdims=0)
-    if classes.dtype.kind in "OUS":
-        table = g.const("classes", classes.astype(str), TensorProto.STRING)
+    if classes.dtype.kind in "biu" and np.array_equal(classes, np.arange(classes.shape[0])):
+        # labels 0..K-1 are the ArgMax itself (an all-NaN row gives 0 in
+        # onnxruntime, as numpy's argmax does)
+        g.container.add_node(
+            "ArgMax",
+            [probabilities],
+            operator.outputs[0].full_name,
+            name=g.scope.get_unique_operator_name(f"{g.prefix}_label"),
+            axis=1,
+            keepdims=0,
+        )
     else:
-        table = g.const("classes", classes.astype(np.int64), TensorProto.INT64)
-    g.container.add_node(
-        "Gather",
-        [table, index],
-        operator.outputs[0].full_name,
-        name=g.scope.get_unique_operator_name(f"{g.prefix}_label"),
-        axis=0,
-    )
+        index = g.node("ArgMax", [probabilities], "argmax", axis=1, keepdims=0)
+        if classes.dtype.kind in "OUS":
+            table = g.const("classes", classes.astype(str), TensorProto.STRING)
+        else:
+            table = g.const("classes", classes.astype(np.int64), TensorProto.INT64)
+        g.container.add_node(
+            "Gather",
+            [table, index],
+            operator.outputs[0].full_name,
+            name=g.scope.get_unique_operator_name(f"{g.prefix}_label"),
+            axis=0,
+        )
     out_type = operator.outputs[1].type
     to = DOUBLE if isinstance(out_type, DoubleTensorType) else TensorProto.FLOAT
     g.container.add_node(
@@ -231,37 +244,61 @@ def _finish(g: GraphWriter, operator, probabilities: str) -> None:
     )
 
 
-def _binary(g: GraphWriter, p: str) -> str:
-    return g.node("Concat", [g.node("Sub", [g.const("one", 1.0), p]), p], axis=1)
+def _basis_option(container, model) -> str:
+    return container.get_options(model, {"basis": "exp"})["basis"]
+
+
+def _exact(operator) -> bool:
+    """Float64 graphs keep numpy's rounding step for step (see converters/bernstein.py)."""
+    return isinstance(operator.outputs[1].type, DoubleTensorType)
 
 
 def convert_bernstein_calibrator(scope, operator, container):
     """Standalone calibrator: Cast(scores) -> Bernstein -> [1 - p, p] -> label."""
     g = GraphWriter(scope, container, "bernstein")
+    model = operator.raw_operator
     scores = g.to_double(operator.inputs[0].full_name)
-    scores = g.node("Reshape", [scores, g.const("shape", [-1, 1], TensorProto.INT64)])
-    p = emit_bernstein(scope, container, scores, operator.raw_operator, "bernstein")
-    _finish(g, operator, _binary(g, p))
+    probabilities = emit_bernstein(
+        scope,
+        container,
+        scores,
+        1,
+        0,
+        model,
+        prefix="bernstein",
+        basis=_basis_option(container, model),
+        exact=_exact(operator),
+        pair=True,
+    )
+    _finish(g, operator, probabilities)
 
 
-def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int) -> str:
+def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str, exact: bool):
+    """One fold's calibrated probabilities from its base model's (N, K) scores."""
     raw = g.to_double(score)
-    binary = n_classes == 2
-    columns = [1] if binary else list(range(n_classes))
-    positives = []
-    for cal, column in zip(pair.calibrators, columns, strict=True):
-        s = g.column(raw, column)
-        if pair.response_method == "predict_proba" and pair.log_odds:
-            p = g.node(
-                "Clip", [s, g.const("eps", LOG_ODDS_EPS), g.const("1meps", 1 - LOG_ODDS_EPS)]
-            )
-            s = g.node(
-                "Sub",
-                [g.node("Log", [p]), g.node("Log", [g.node("Sub", [g.const("one", 1.0), p])])],
-            )
-        positives.append(emit_bernstein(g.scope, g.container, s, cal, f"{g.prefix}_cal"))
-    if binary:
-        return _binary(g, positives[0])
+    width = max(n_classes, 2)
+    if pair.response_method == "predict_proba" and pair.log_odds:
+        p = g.node("Clip", [raw, g.const("eps", LOG_ODDS_EPS), g.const("1meps", 1 - LOG_ODDS_EPS)])
+        q = g.node("Sub", [g.const("one", 1.0), p])
+        raw = g.node("Sub", [g.node("Log", [p]), g.node("Log", [q])], "logit")
+    columns = [1] if n_classes == 2 else list(range(n_classes))
+    positives = [
+        emit_bernstein(
+            g.scope,
+            g.container,
+            raw,
+            width,
+            column,
+            cal,
+            prefix=f"{g.prefix}_cal",
+            basis=basis,
+            exact=exact,
+            pair=n_classes == 2,
+        )
+        for cal, column in zip(pair.calibrators, columns, strict=True)
+    ]
+    if n_classes == 2:
+        return positives[0]
     stacked = g.node("Concat", positives, axis=1)
     total = g.node("ReduceSum", [stacked, g.const("axis", [1], TensorProto.INT64)], keepdims=1)
     ratio = g.node("Div", [stacked, g.node("Max", [total, g.const("tiny", 1e-300)])])
@@ -274,8 +311,9 @@ def convert_calibration_stage(scope, operator, container):
     model = operator.raw_operator
     g = GraphWriter(scope, container, "calib")
     n_classes = len(model.classes_)
+    basis, exact = _basis_option(container, model), _exact(operator)
     pairs = [
-        _pair_probabilities(g, pair, var.full_name, n_classes)
+        _pair_probabilities(g, pair, var.full_name, n_classes, basis, exact)
         for pair, var in zip(model.calibrated_classifiers_, operator.inputs, strict=True)
     ]
     mean = pairs[0]

@@ -69,3 +69,22 @@ def test_benchmarks_quick_smoke(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "## 1. Fit time vs IsotonicRegression" in (tmp_path / "b.md").read_text()
+
+
+@needs_shared
+def test_onnx_serving_benchmark_quick_smoke(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "onnx_serving.py"),
+            "--quick",
+            "--out",
+            str(tmp_path / "s.md"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = (tmp_path / "s.md").read_text()
+    assert "parity, ours max" in report and "PASS" in report.split("parity, ours max")[1][:200]

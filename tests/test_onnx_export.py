@@ -71,13 +71,16 @@ def probe_scores(s, dtype):
     ].astype(dtype)
 
 
+@pytest.mark.parametrize("basis", ["exp", "pow"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("loss", ["log", "squared"])
 @pytest.mark.parametrize("transform", ["logistic", "quantile", "minmax"])
 @pytest.mark.parametrize("degree", [1, 7, 25, MAX_DEGREE])
-def test_calibrator_parity_everywhere(dtype, loss, transform, degree):
+def test_calibrator_parity_everywhere(dtype, loss, transform, degree, basis):
     cal, s = fitted_calibrator(degree, loss, transform)
-    onx = to_onnx(cal, s[:1, None], dtype=dtype)
+    onx = to_onnx(cal, s[:1, None], dtype=dtype, basis=basis)
+    ops = {node.op_type for node in onx.graph.node}
+    assert ("Pow" in ops) == (basis == "pow")
     grid = probe_scores(s, dtype)[:, None]
     label, proba = run(onx, grid)
     assert proba.dtype == dtype
