@@ -61,11 +61,14 @@ def single_score(estimator, arr: np.ndarray) -> np.ndarray:
 
 
 def check_binary_labels(y, estimator_name: str):
-    # type_of_target rejects continuous targets with "Unknown label type"
-    """Classes and 0/1 float target of a binary label vector (any label type)."""
+    """Classes and 0/1 float target of a binary label vector (any label type).
+
+    Continuous targets are refused by ``check_classification_targets`` with
+    scikit-learn's "Unknown label type" message.
+    """
     y = np.asarray(y)
-    if y.ndim != 1:
-        y = y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
     check_classification_targets(y)
     classes = np.unique(y)
     if classes.shape[0] < 2:
