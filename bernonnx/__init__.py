@@ -1,9 +1,24 @@
 """bernonnx: monotone probability calibrators that export exactly to ONNX."""
 
 from . import metrics
+from .baselines import (
+    HistogramCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    PlattHistogramCalibrator,
+)
 from .bernstein import BernsteinCalibrator
 from .calibration import CalibratedClassifier
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["BernsteinCalibrator", "CalibratedClassifier", "metrics", "__version__"]
+__all__ = [
+    "BernsteinCalibrator",
+    "CalibratedClassifier",
+    "HistogramCalibrator",
+    "IsotonicCalibrator",
+    "PlattCalibrator",
+    "PlattHistogramCalibrator",
+    "metrics",
+    "__version__",
+]
