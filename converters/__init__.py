@@ -22,30 +22,32 @@ def register_converters() -> None:
     from skl2onnx import update_registered_converter
     from skl2onnx.common._registration import register_converter, register_shape_calculator
 
-    from bernonnx import BernsteinCalibrator, CalibratedClassifier
+    import bernonnx
+    from bernonnx import CalibratedClassifier
     from bernonnx.converters.calibration import (
-        CALIBRATOR_ALIAS,
+        CALIBRATOR_ALIASES,
         CLASSIFIER_OPTIONS,
         SCORES,
         STAGE,
         calculate_classifier_output_shapes,
         calculate_raw_scores_shapes,
-        convert_bernstein_calibrator,
         convert_calibration_stage,
         convert_raw_scores,
-        parse_bernstein_calibrator,
+        convert_score_calibrator,
         parse_calibrated_classifier,
+        parse_score_calibrator,
     )
 
-    update_registered_converter(
-        BernsteinCalibrator,
-        CALIBRATOR_ALIAS,
-        calculate_classifier_output_shapes,
-        convert_bernstein_calibrator,
-        parser=parse_bernstein_calibrator,
-        options=CLASSIFIER_OPTIONS,
-        overwrite=True,
-    )
+    for name, alias in CALIBRATOR_ALIASES.items():
+        update_registered_converter(
+            getattr(bernonnx, name),
+            alias,
+            calculate_classifier_output_shapes,
+            convert_score_calibrator,
+            parser=parse_score_calibrator,
+            options=CLASSIFIER_OPTIONS,
+            overwrite=True,
+        )
     # The meta-estimator's parser emits the base models and a stage operator;
     # the stage (not the estimator class) carries the converter.
     update_registered_converter(

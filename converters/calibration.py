@@ -35,11 +35,22 @@ from sklearn.pipeline import Pipeline
 
 from bernonnx.calibration import LOG_ODDS_EPS
 from bernonnx.converters._graph import DOUBLE, GraphWriter
+from bernonnx.converters.baselines import emit_baseline
 from bernonnx.converters.bernstein import emit_bernstein
 
 STAGE = "BernonnxCalibrationStage"
 SCORES = "BernonnxRawScores"
-CALIBRATOR_ALIAS = "BernonnxBernsteinCalibrator"
+#: skl2onnx alias of each calibrator class, by class name.
+CALIBRATOR_ALIASES = {
+    name: f"Bernonnx{name}"
+    for name in (
+        "BernsteinCalibrator",
+        "PlattCalibrator",
+        "IsotonicCalibrator",
+        "HistogramCalibrator",
+        "PlattHistogramCalibrator",
+    )
+}
 CLASSIFIER_OPTIONS = {
     "zipmap": [False, True, "columns"],
     "nocl": [False, True],
@@ -78,9 +89,9 @@ def _declare_outputs(scope, operator, model, inputs, n_classes):
     return [label, probabilities]
 
 
-def parse_bernstein_calibrator(scope, model, inputs, custom_parsers=None):
+def parse_score_calibrator(scope, model, inputs, custom_parsers=None):
     """A calibrator alone: (N, 1) scores in, label and (N, 2) probabilities out."""
-    operator = scope.declare_local_operator(CALIBRATOR_ALIAS, model)
+    operator = scope.declare_local_operator(CALIBRATOR_ALIASES[type(model).__name__], model)
     operator.inputs.extend(inputs)
     return _declare_outputs(scope, operator, model, inputs, 2)
 
@@ -253,19 +264,25 @@ def _exact(operator) -> bool:
     return isinstance(operator.outputs[1].type, DoubleTensorType)
 
 
-def convert_bernstein_calibrator(scope, operator, container):
-    """Standalone calibrator: Cast(scores) -> Bernstein -> [1 - p, p] -> label."""
-    g = GraphWriter(scope, container, "bernstein")
+def emit_calibrator(g: GraphWriter, raw: str, width: int, column: int, cal, **kw) -> str:
+    """Any bernonnx calibrator on column ``column`` of the float64 ``raw`` (see
+    ``emit_bernstein`` and ``emit_baseline`` for the nodes)."""
+    if type(cal).__name__ == "BernsteinCalibrator":
+        return emit_bernstein(g.scope, g.container, raw, width, column, cal, prefix=g.prefix, **kw)
+    return emit_baseline(g, raw, width, column, cal, pair=kw["pair"])
+
+
+def convert_score_calibrator(scope, operator, container):
+    """Standalone calibrator: Cast(scores) -> calibrator -> [1 - p, p] -> label."""
+    g = GraphWriter(scope, container, "cal")
     model = operator.raw_operator
     scores = g.to_double(operator.inputs[0].full_name)
-    probabilities = emit_bernstein(
-        scope,
-        container,
+    probabilities = emit_calibrator(
+        g,
         scores,
         1,
         0,
         model,
-        prefix="bernstein",
         basis=_basis_option(container, model),
         exact=_exact(operator),
         pair=True,
@@ -282,18 +299,10 @@ def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis:
         q = g.node("Sub", [g.const("one", 1.0), p])
         raw = g.node("Sub", [g.node("Log", [p]), g.node("Log", [q])], "logit")
     columns = [1] if n_classes == 2 else list(range(n_classes))
+    cal_writer = GraphWriter(g.scope, g.container, f"{g.prefix}_cal")
     positives = [
-        emit_bernstein(
-            g.scope,
-            g.container,
-            raw,
-            width,
-            column,
-            cal,
-            prefix=f"{g.prefix}_cal",
-            basis=basis,
-            exact=exact,
-            pair=n_classes == 2,
+        emit_calibrator(
+            cal_writer, raw, width, column, cal, basis=basis, exact=exact, pair=n_classes == 2
         )
         for cal, column in zip(pair.calibrators, columns, strict=True)
     ]
