@@ -69,7 +69,7 @@ import bernonnx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from diabetes_study import DATA_FILE, load_splits, make_pipeline  # noqa: E402
 
-from bernonnx import CalibratedClassifier
+from bernonnx import CalibratedClassifier, IsotonicCalibrator
 from bernonnx.export import DEFAULT_OPSET, check_parity, onnx_inputs, to_onnx
 
 HERE = Path(__file__).resolve().parent
@@ -201,6 +201,24 @@ def build_graphs(X_cal, y_cal, X_train, y_train, X_test32: pd.DataFrame) -> list
             ours.predict,
             "probabilities",
             library_parity=check_parity(ours, ours_onnx, X_test32),
+        )
+    )
+
+    # our isotonic calibrator: exact interpolation, sqrt(T) lookup (issue 4's comparison
+    # with skl2onnx's nearest-threshold isotonic export)
+    ours_iso = CalibratedClassifier(FrozenEstimator(pipeline), IsotonicCalibrator()).fit(
+        X_cal, y_cal
+    )
+    ours_iso_onnx = to_onnx(ours_iso, X_test32.iloc[:5], dtype=np.float32)
+    graphs.append(
+        Graph(
+            "ours_isotonic",
+            "ours, isotonic: bernonnx `CalibratedClassifier(..., IsotonicCalibrator())`",
+            ours_iso_onnx,
+            ours_iso.predict_proba,
+            ours_iso.predict,
+            "probabilities",
+            library_parity=check_parity(ours_iso, ours_iso_onnx, X_test32),
         )
     )
 
