@@ -9,6 +9,7 @@ from .baselines import (
 )
 from .bernstein import BernsteinCalibrator
 from .calibration import CalibratedClassifier
+from .multivariate import MultivariateBernsteinCalibrator
 
 __version__ = "0.1.0.dev0"
 
@@ -17,6 +18,7 @@ __all__ = [
     "CalibratedClassifier",
     "HistogramCalibrator",
     "IsotonicCalibrator",
+    "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
     "metrics",
