@@ -92,3 +92,29 @@ def check_weights(sample_weight, s: np.ndarray) -> np.ndarray:
     if not w.sum() > 0:
         raise ValueError("sample_weight sums to zero: nothing to fit")
     return w
+
+
+def fit_inputs(estimator, X, y, sample_weight):
+    """Checked float64 scores, 0/1 target and weights of the rows with positive weight.
+
+    Sets ``classes_`` and ``n_features_in_``. Errors, in order: labels,
+    weights, a single class among the positive-weight rows, then NaN/inf and
+    the single-column rule (see :func:`check_scores`).
+    """
+    name = type(estimator).__name__
+    arr, y = check_scores(estimator, X, reset=True, y=y)
+    estimator.classes_, target = check_binary_labels(y, name)
+    w = check_weights(sample_weight, arr)
+    keep = w > 0
+    if target[keep].min() == target[keep].max():
+        raise ValueError(
+            "y contains a single class among the rows with positive sample_weight; "
+            f"{name} needs both classes"
+        )
+    s = single_score(estimator, arr)
+    return s[keep].astype(np.float64), target[keep], w[keep]
+
+
+def predict_scores(estimator, X) -> np.ndarray:
+    """The checked 1-D scores of a fitted one-score calibrator (input dtype kept)."""
+    return single_score(estimator, check_scores(estimator, X, reset=False)[0])

@@ -17,15 +17,14 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._base import OneScoreMixin
 from ._stats import weighted_quantile
 from ._validation import (
     Interval,
     StrOptions,
     _fit_context,
-    check_binary_labels,
-    check_scores,
-    check_weights,
-    single_score,
+    fit_inputs,
+    predict_scores,
 )
 
 #: Newton on the two Platt parameters: at most this many iterations. It
@@ -48,52 +47,19 @@ _BIN_CONSTRAINTS: dict = {
 }
 
 
-class _ScoreCalibrator(ClassifierMixin, BaseEstimator):
-    """Input checks, ``[1 - p, p]``, ``predict`` and tags of a one-score calibrator.
+class _ScoreCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
+    """A one-score calibrator: inputs checked as ``BernsteinCalibrator`` does
+    (:func:`fit_inputs`), ``[1 - p, p]``, ``predict`` and tags from the mixin.
 
     Subclasses implement ``_evaluate(s)``: the positive-class probability of
     float64 scores, in float64.
     """
 
-    def _fit_data(self, X, y, sample_weight):
-        """Float64 scores, 0/1 targets and weights of the rows with positive weight.
-
-        Sets ``classes_`` and ``n_features_in_``; raises the same named errors
-        as :class:`~bernonnx.BernsteinCalibrator`.
-        """
-        arr, y = check_scores(self, X, reset=True, y=y)
-        self.classes_, target = check_binary_labels(y, type(self).__name__)
-        w = check_weights(sample_weight, arr)
-        keep = w > 0
-        if target[keep].min() == target[keep].max():
-            raise ValueError(
-                "y contains a single class among the rows with positive sample_weight; "
-                f"{type(self).__name__} needs both classes"
-            )
-        s = single_score(self, arr)
-        return s[keep].astype(np.float64), target[keep], w[keep]
-
     def _positive_proba(self, X):
         check_is_fitted(self)
-        s = single_score(self, check_scores(self, X, reset=False)[0])
+        s = predict_scores(self, X)
         # evaluated in float64 (a float32 score is exact in float64), then cast back
         return self._evaluate(s.astype(np.float64)).astype(s.dtype, copy=False)
-
-    def predict_proba(self, X):
-        """Calibrated probabilities, shape ``(n_samples, 2)``; see Notes for the formula."""
-        p = self._positive_proba(X)
-        return np.stack([1 - p, p], axis=1)
-
-    def predict(self, X):
-        """Class with the higher calibrated probability (ties go to ``classes_[0]``)."""
-        p = self._positive_proba(X)
-        return self.classes_[(p > 0.5).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.classifier_tags.multi_class = False
-        return tags
 
 
 # --------------------------------------------------------------------- Platt
@@ -421,7 +387,7 @@ class PlattCalibrator(_ScoreCalibrator):
         -------
         self : PlattCalibrator
         """
-        _set_platt(self, *self._fit_data(X, y, sample_weight))
+        _set_platt(self, *fit_inputs(self, X, y, sample_weight))
         return self
 
     def _evaluate(self, s):
@@ -525,7 +491,7 @@ class IsotonicCalibrator(_ScoreCalibrator):
         -------
         self : IsotonicCalibrator
         """
-        x, ybar, wt = _pool_ties(*self._fit_data(X, y, sample_weight))
+        x, ybar, wt = _pool_ties(*fit_inputs(self, X, y, sample_weight))
         fitted = np.clip(_pav(ybar, wt, self.increasing), 0.0, 1.0)
         self.x_thresholds_, self.y_thresholds_ = _drop_inner_repeats(x, fitted)
         return self
@@ -633,7 +599,7 @@ class HistogramCalibrator(_ScoreCalibrator):
         -------
         self : HistogramCalibrator
         """
-        s, target, w = self._fit_data(X, y, sample_weight)
+        s, target, w = fit_inputs(self, X, y, sample_weight)
         self.bin_edges_ = _inner_edges(s, w, self.n_bins, self.strategy)
         self.bin_values_ = _bin_means(s, w, target, self.bin_edges_, self.increasing)
         return self
@@ -751,7 +717,7 @@ class PlattHistogramCalibrator(_ScoreCalibrator):
         -------
         self : PlattHistogramCalibrator
         """
-        s, target, w = self._fit_data(X, y, sample_weight)
+        s, target, w = fit_inputs(self, X, y, sample_weight)
         q = _set_platt(self, s, target, w)
         self.bin_edges_ = _inner_edges(q, w, self.n_bins, self.strategy)
         self.bin_values_ = _bin_means(q, w, q, self.bin_edges_, increasing=False)

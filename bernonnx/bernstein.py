@@ -13,16 +13,15 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from . import _bernstein as bern
+from ._base import OneScoreMixin
 from ._qp import project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
 from ._validation import (
     Interval,
     StrOptions,
     _fit_context,
-    check_binary_labels,
-    check_scores,
-    check_weights,
-    single_score,
+    fit_inputs,
+    predict_scores,
 )
 
 #: Highest degree accepted. The float32 ONNX graph keeps C(d, k) finite up
@@ -181,7 +180,7 @@ def one_standard_error_choice(fold_losses: np.ndarray) -> int:
     return int(np.flatnonzero(diff.mean(axis=0) <= se)[0])
 
 
-class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
+class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     r"""Monotone Bernstein-polynomial calibrator of a binary classifier's score.
 
     Fits ``p(s) = P(y = 1 | score = s)`` as a polynomial in the Bernstein
@@ -365,18 +364,8 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
         -------
         self : BernsteinCalibrator
         """
-        arr, y = check_scores(self, X, reset=True, y=y)
-        self.classes_, target = check_binary_labels(y, type(self).__name__)
-        w = check_weights(sample_weight, arr)
+        s, target, w = fit_inputs(self, X, y, sample_weight)
         degrees = self._candidate_degrees()
-        keep = w > 0
-        if target[keep].min() == target[keep].max():
-            raise ValueError(
-                "y contains a single class among the rows with positive sample_weight; "
-                f"{type(self).__name__} needs both classes"
-            )
-        s = single_score(self, arr)
-        s, target, w = s[keep].astype(np.float64), target[keep], w[keep]
 
         params = fit_transform_params(self.score_transform, s, w, self.n_knots)
         for key in _TRANSFORM_KEYS:
@@ -417,23 +406,7 @@ class BernsteinCalibrator(ClassifierMixin, BaseEstimator):
 
     def _positive_proba(self, X):
         check_is_fitted(self)
-        s = single_score(self, check_scores(self, X, reset=False)[0])
+        s = predict_scores(self, X)
         params = {k: getattr(self, k + "_") for k in _TRANSFORM_KEYS if hasattr(self, k + "_")}
         u, v = apply_transform(self.score_transform, s, params)
         return _predict(u, self.coef_, self.loss, v).astype(s.dtype, copy=False)
-
-    def predict_proba(self, X):
-        """Calibrated probabilities, shape ``(n_samples, 2)``; see Notes for the formula."""
-        p = self._positive_proba(X)
-        return np.stack([1 - p, p], axis=1)
-
-    def predict(self, X):
-        """Class with the higher calibrated probability (ties go to ``classes_[0]``)."""
-        p = self._positive_proba(X)
-        return self.classes_[(p > 0.5).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.classifier_tags.multi_class = False
-        return tags

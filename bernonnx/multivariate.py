@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from . import _bernstein as bern
+from ._base import PositiveProbaMixin
 from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
 from ._validation import (
     Interval,
@@ -478,7 +479,7 @@ def _auto_degrees(m_axes: int) -> list[int]:
     return fits or [1]
 
 
-class MultivariateBernsteinCalibrator(ClassifierMixin, BaseEstimator):
+class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseEstimator):
     r"""Coordinate-wise monotone Bernstein calibrator of several classifiers' scores.
 
     Fits ``p(s) = P(y = 1 | scores = s)`` for a score matrix ``s`` of shape
@@ -790,18 +791,3 @@ class MultivariateBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         with threadpool_limits(limits=1, user_api="blas"):
             p = _predict(u, v, self.coef_, self.loss)
         return p.astype(s.dtype, copy=False)
-
-    def predict_proba(self, X):
-        """Calibrated probabilities, shape ``(n_samples, 2)``; see Notes for the formula."""
-        p = self._positive_proba(X)
-        return np.stack([1 - p, p], axis=1)
-
-    def predict(self, X):
-        """Class with the higher calibrated probability (ties go to ``classes_[0]``)."""
-        p = self._positive_proba(X)
-        return self.classes_[(p > 0.5).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
