@@ -14,6 +14,16 @@ from threadpoolctl import threadpool_limits
 
 from . import _bernstein as bern
 from ._base import OneScoreMixin
+from ._fitting import (
+    AUTO_DEGREES,
+    COMPRESS_ABOVE,
+    FIT_BINS,
+    MAX_DEGREE,
+    SELECT_BINS,
+    TRANSFORM_KEYS,
+    mean_log_loss,
+    one_standard_error_choice,
+)
 from ._qp import project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
 from ._validation import (
@@ -23,18 +33,6 @@ from ._validation import (
     fit_inputs,
     predict_scores,
 )
-
-#: Highest degree accepted. The float32 ONNX graph keeps C(d, k) finite up
-#: to d = 131; 100 leaves room and is far above any degree CV picks.
-MAX_DEGREE = 100
-#: Candidate degrees of ``degree="auto"``.
-AUTO_DEGREES = (2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)
-#: Above this many rows the log-loss fit first solves on binned data, then
-#: polishes with exact passes over all rows.
-_COMPRESS_ABOVE = 1 << 15
-_FIT_BINS = 1 << 14
-_SELECT_BINS = 1 << 12
-_TRANSFORM_KEYS = ("shift", "scale", "scale_below", "knots", "levels")
 
 
 @dataclass(frozen=True)
@@ -116,8 +114,8 @@ def _fit_log(u, y, w, degree, bound, solver, x0=None):
     if x0 is None:
         rate = np.clip(np.average(y, weights=w), 1e-6, 1 - 1e-6)
         x0 = np.full(degree + 1, np.clip(np.log(rate / (1 - rate)), -bound, bound))
-    if u.shape[0] > _COMPRESS_ABOVE:
-        x0 = _newton_logistic(*_compress(u, y, w, _FIT_BINS), bound, solver, x0)
+    if u.shape[0] > COMPRESS_ABOVE:
+        x0 = _newton_logistic(*_compress(u, y, w, FIT_BINS), bound, solver, x0)
     return _newton_logistic(u, y, w, bound, solver, x0)
 
 
@@ -126,11 +124,6 @@ def _predict(u, coef, loss, v=None):
     if loss == "log":
         return 1.0 / (1.0 + np.exp(-eta))
     return np.clip(eta, 0.0, 1.0)
-
-
-def _log_loss(y, p, w):
-    p = np.clip(p, 1e-15, 1 - 1e-15)
-    return -float(w @ (y * np.log(p) + (1 - y) * np.log1p(-p))) / float(w.sum())
 
 
 def select_degree(u, y, w, degrees, loss, bound, solver, n_folds):
@@ -150,34 +143,17 @@ def select_degree(u, y, w, degrees, loss, bound, solver, n_folds):
         train, test = fold != k, fold == k
         if not (w[train].sum() > 0 and w[test].sum() > 0):
             continue
-        tr = _compress(u[train], y[train], w[train], _SELECT_BINS)
-        te = _compress(u[test], y[test], w[test], _SELECT_BINS)
+        tr = _compress(u[train], y[train], w[train], SELECT_BINS)
+        te = _compress(u[test], y[test], w[test], SELECT_BINS)
         coef, row = None, []
         for d in degrees:
             x0 = None
             if coef is not None:  # degree elevation keeps a feasible warm start
                 x0 = bern.elevation_matrix(coef.shape[0] - 1, d).T @ coef
             coef = fit(*tr, d, bound, solver, x0=x0)
-            row.append(_log_loss(te[1], _predict(te[0], coef, loss), te[2]))
+            row.append(mean_log_loss(te[1], _predict(te[0], coef, loss), te[2]))
         rows.append(row)
     return np.asarray(rows)
-
-
-def one_standard_error_choice(fold_losses: np.ndarray) -> int:
-    """Index of the smallest candidate within one standard error of the best.
-
-    The standard error is that of the per-fold loss difference to the best
-    candidate (paired across folds), so fold-to-fold noise common to all
-    degrees does not hide real differences. Candidates are sorted by degree.
-    """
-    mean = fold_losses.mean(axis=0)
-    best = int(np.argmin(mean))
-    k = fold_losses.shape[0]
-    if k < 2:
-        return best
-    diff = fold_losses - fold_losses[:, [best]]
-    se = diff.std(axis=0, ddof=1) / np.sqrt(k)
-    return int(np.flatnonzero(diff.mean(axis=0) <= se)[0])
 
 
 class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
@@ -368,7 +344,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         degrees = self._candidate_degrees()
 
         params = fit_transform_params(self.score_transform, s, w, self.n_knots)
-        for key in _TRANSFORM_KEYS:
+        for key in TRANSFORM_KEYS:
             if key in params:
                 setattr(self, key + "_", params[key])
         u, _ = apply_transform(self.score_transform, s, params)
@@ -407,6 +383,6 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     def _positive_proba(self, X):
         check_is_fitted(self)
         s = predict_scores(self, X)
-        params = {k: getattr(self, k + "_") for k in _TRANSFORM_KEYS if hasattr(self, k + "_")}
+        params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}
         u, v = apply_transform(self.score_transform, s, params)
         return _predict(u, self.coef_, self.loss, v).astype(s.dtype, copy=False)

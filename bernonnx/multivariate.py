@@ -33,6 +33,16 @@ from threadpoolctl import threadpool_limits
 
 from . import _bernstein as bern
 from ._base import PositiveProbaMixin
+from ._fitting import (
+    AUTO_DEGREES,
+    COMPRESS_ABOVE,
+    FIT_BINS,
+    MAX_DEGREE,
+    SELECT_BINS,
+    TRANSFORM_KEYS,
+    mean_log_loss,
+    one_standard_error_choice,
+)
 from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
 from ._validation import (
     Interval,
@@ -41,16 +51,6 @@ from ._validation import (
     _fit_context,
     check_binary_labels,
     check_weights,
-)
-from .bernstein import (
-    _COMPRESS_ABOVE,
-    _FIT_BINS,
-    _SELECT_BINS,
-    _TRANSFORM_KEYS,
-    AUTO_DEGREES,
-    MAX_DEGREE,
-    _log_loss,
-    one_standard_error_choice,
 )
 
 #: Most coefficients ``prod_m (K_m + 1)`` accepted. The QP is dense in them:
@@ -73,7 +73,7 @@ _RIDGE = 1e-12
 #: is below this fraction of it (the QP solver is accurate to about 1e-8 of
 #: the model's scale, so a tighter stop would chase solver noise).
 _NEWTON_TOL = 1e-10
-_FITTED_OPTIONAL = ("cv_degrees_", "cv_log_loss_") + tuple(k + "_" for k in _TRANSFORM_KEYS)
+_FITTED_OPTIONAL = ("cv_degrees_", "cv_log_loss_") + tuple(k + "_" for k in TRANSFORM_KEYS)
 
 
 # --------------------------------------------------------------------------
@@ -428,8 +428,8 @@ def _fit_log(u, v, y, w, lattice, x0=None):
         rate = np.clip(np.average(y, weights=w), 1e-6, 1 - 1e-6)
         x0 = np.full(lattice.shape, np.clip(logit(rate), lattice.lo, lattice.hi))
     x0 = np.ravel(x0)
-    if u.shape[0] > _COMPRESS_ABOVE:
-        x0 = _newton_logistic(*_compress(u, y, w, _FIT_BINS), lattice, x0).ravel()
+    if u.shape[0] > COMPRESS_ABOVE:
+        x0 = _newton_logistic(*_compress(u, y, w, FIT_BINS), lattice, x0).ravel()
     return _newton_logistic(u, v, y, w, lattice, x0)
 
 
@@ -461,13 +461,13 @@ def select_degree(u, y, w, candidates, loss, lattice_of, n_folds):
         train, test = fold != k, fold == k
         if not (w[train].sum() > 0 and w[test].sum() > 0):
             continue
-        tr = _compress(u[train], y[train], w[train], _SELECT_BINS)
-        te = _compress(u[test], y[test], w[test], _SELECT_BINS)
+        tr = _compress(u[train], y[train], w[train], SELECT_BINS)
+        te = _compress(u[test], y[test], w[test], SELECT_BINS)
         coef, row = None, []
         for degrees in candidates:
             x0 = None if coef is None else elevate(coef, degrees)
             coef = fit(*tr, lattice_of(degrees), x0=x0)
-            row.append(_log_loss(te[2], _predict(te[0], te[1], coef, loss), te[3]))
+            row.append(mean_log_loss(te[2], _predict(te[0], te[1], coef, loss), te[3]))
         rows.append(row)
     return np.asarray(rows)
 
@@ -734,7 +734,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
             fit_transform_params(self.score_transform, s[:, m], w, self.n_knots)
             for m in range(m_axes)
         ]
-        for key in _TRANSFORM_KEYS:
+        for key in TRANSFORM_KEYS:
             if key in params[0]:
                 values = [p[key] for p in params]
                 setattr(
@@ -777,7 +777,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         self.coef_ = _FITS[self.loss](u, v, target, w, lattice_of(self.degrees_))
 
     def _transform(self, s):
-        params = {k: getattr(self, k + "_") for k in _TRANSFORM_KEYS if hasattr(self, k + "_")}
+        params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}
         cols = [
             apply_transform(self.score_transform, s[:, m], {k: p[m] for k, p in params.items()})
             for m in range(s.shape[1])
