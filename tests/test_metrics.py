@@ -16,6 +16,7 @@ from bernonnx.metrics import (
     brier_score,
     calibration_report,
     expected_calibration_error,
+    grid_calibration_error,
     log_loss,
     maximum_calibration_error,
     reliability_table,
@@ -57,6 +58,7 @@ def test_all_lists_the_public_functions():
         "brier_score",
         "calibration_report",
         "expected_calibration_error",
+        "grid_calibration_error",
         "log_loss",
         "maximum_calibration_error",
         "reliability_table",
@@ -597,3 +599,172 @@ def test_property_decomposition_gap_bound(problem):
     parts = brier_decomposition(y, p, n_bins=n_bins, sample_weight=w)
     gap = abs(parts["brier"] - brier_score(y, p, sample_weight=w))
     assert gap <= 1 / (4 * n_bins**2) + 1 / (2 * n_bins) + 1e-12
+
+
+# --- grid_calibration_error (seed 002, section 5.2) --------------------------------------------
+
+
+def _grid_data(n=3000, n_cols=2, seed=0):
+    rng = np.random.default_rng(seed)
+    coords = rng.uniform(size=(n, n_cols))
+    truth = coords.mean(axis=1) ** 1.5
+    y = (rng.uniform(size=n) < truth).astype(int)
+    p = np.clip(coords.mean(axis=1) + rng.normal(scale=0.05, size=n), 0.0, 1.0)
+    return y, p, coords
+
+
+def test_grid_hand_computed_case():
+    # 3 x 3 grid, cells right-closed: 1/3 belongs to the first cell, 0 and 1 to the end cells
+    coords = np.array(
+        [[0.0, 0.0], [1 / 3, 0.2], [0.3, 0.1], [0.5, 0.5], [0.6, 0.4], [0.6, 0.6], [1.0, 0.9]]
+    )
+    y = np.array([0, 0, 1, 1, 0, 1, 1])
+    p = np.array([0.1, 0.2, 0.3, 0.5, 0.4, 0.6, 0.8])
+    res = grid_calibration_error(y, p, coords, n_bins=3, min_count=1)
+    cells = res["cells"]
+    np.testing.assert_array_equal(cells["index"], [[0, 0], [1, 1], [2, 2]])
+    np.testing.assert_allclose(cells["centre"], [[1 / 6, 1 / 6], [0.5, 0.5], [5 / 6, 5 / 6]])
+    np.testing.assert_allclose(cells["fraction_positive"], [1 / 3, 2 / 3, 1.0])
+    np.testing.assert_allclose(cells["predicted"], [0.2, 0.5, 0.8])
+    np.testing.assert_allclose(cells["gap"], [2 / 15, 1 / 6, 0.2])
+    np.testing.assert_array_equal(cells["count"], [3, 3, 1])
+    assert res["n_cells"] == 3
+    assert res["mce"] == pytest.approx(0.2, abs=1e-15)
+    assert res["ece"] == pytest.approx((2 / 15 + 1 / 6 + 0.2) / 3, abs=1e-15)
+    # the paper's form: f_hat at the centres
+    at_centres = grid_calibration_error(y, lambda c: c.mean(axis=1), coords, n_bins=3, min_count=1)
+    np.testing.assert_allclose(at_centres["cells"]["predicted"], [1 / 6, 0.5, 5 / 6])
+    assert at_centres["mce"] == pytest.approx(1 / 6, abs=1e-15)
+    np.testing.assert_allclose(at_centres["cells"]["gap"], [1 / 6, 1 / 6, 1 / 6])
+    assert at_centres["ece"] == pytest.approx(1 / 6, abs=1e-15)
+
+
+def test_grid_min_count_keeps_cells_at_the_threshold_and_drops_below():
+    y, p, coords = _grid_data(n=400, seed=1)
+    counts = grid_calibration_error(y, p, coords, n_bins=4, min_count=0)["cells"]["count"]
+    threshold = int(np.sort(counts)[counts.shape[0] // 2])  # a count that occurs
+    res = grid_calibration_error(y, p, coords, n_bins=4, min_count=threshold)
+    assert res["n_cells"] == int(np.sum(counts >= threshold)) < counts.shape[0]
+    # the threshold is inclusive
+    assert res["cells"]["count"].min() == threshold
+    full = grid_calibration_error(y, p, coords, n_bins=4, min_count=0)
+    assert res["mce"] <= full["mce"]
+    nothing = grid_calibration_error(y, p, coords, n_bins=4, min_count=len(y) + 1)
+    assert nothing["n_cells"] == 0
+    assert math.isnan(nothing["mce"]) and math.isnan(nothing["ece"])
+
+
+def test_grid_min_count_uses_the_weighted_count():
+    coords = np.array([[0.1], [0.2], [0.9]])
+    y, p = np.array([0, 1, 1]), np.array([0.5, 0.5, 0.9])
+    res = grid_calibration_error(y, p, coords, n_bins=2, min_count=3, sample_weight=[1, 2, 2])
+    np.testing.assert_array_equal(res["cells"]["index"], [[0]])
+    assert res["cells"]["weight"][0] == 3 and res["cells"]["count"][0] == 2
+    assert res["mce"] == pytest.approx(abs(2 / 3 - 0.5))
+
+
+@pytest.mark.parametrize("as_callable", [False, True])
+def test_grid_weights_equal_repetition(as_callable):
+    y, p, coords = _grid_data(n=600, n_cols=3, seed=2)
+    w = np.random.default_rng(3).integers(0, 4, size=y.shape[0])
+    y_prob = (lambda c: c.mean(axis=1) ** 1.2) if as_callable else p
+    weighted = grid_calibration_error(y, y_prob, coords, n_bins=3, min_count=20, sample_weight=w)
+    y_prob_rep = y_prob if as_callable else np.repeat(p, w)
+    repeated = grid_calibration_error(
+        np.repeat(y, w), y_prob_rep, np.repeat(coords, w, axis=0), n_bins=3, min_count=20
+    )
+    assert weighted["n_cells"] == repeated["n_cells"] > 0
+    for key in ("mce", "ece"):
+        assert weighted[key] == pytest.approx(repeated[key], rel=1e-12, abs=1e-15)
+    # "count" counts distinct rows, so it is the one entry that differs
+    for key in ("index", "predicted", "fraction_positive", "weight"):
+        np.testing.assert_allclose(weighted["cells"][key], repeated["cells"][key], rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_cols", [1, 2, 3])
+def test_grid_callable_and_array_agree_for_predictions_constant_in_cells(n_cols):
+    y, _, coords = _grid_data(n=2000, n_cols=n_cols, seed=4)
+    n_bins = 5
+
+    def f_hat(points):
+        return points.mean(axis=1) ** 0.8
+
+    # each row predicts f_hat at its own cell's centre
+    cell = np.clip(np.ceil(coords * n_bins) - 1, 0, n_bins - 1)
+    p = f_hat((cell + 0.5) / n_bins)
+    from_rows = grid_calibration_error(y, p, coords, n_bins=n_bins, min_count=10)
+    at_centres = grid_calibration_error(y, f_hat, coords, n_bins=n_bins, min_count=10)
+    assert from_rows["n_cells"] == at_centres["n_cells"] > 0
+    assert from_rows["mce"] == pytest.approx(at_centres["mce"], rel=1e-12)
+    assert from_rows["ece"] == pytest.approx(at_centres["ece"], rel=1e-12)
+    np.testing.assert_allclose(
+        from_rows["cells"]["predicted"], at_centres["cells"]["predicted"], rtol=1e-12
+    )
+
+
+def test_grid_one_axis_on_the_predictions_is_the_reliability_table():
+    y, p = _data(seed=5)
+    res = grid_calibration_error(y, p, p, n_bins=10, min_count=0)
+    table = reliability_table(y, p, n_bins=10)
+    np.testing.assert_allclose(res["cells"]["fraction_positive"], table["fraction_positive"])
+    np.testing.assert_allclose(res["cells"]["predicted"], table["mean_predicted"])
+    assert res["mce"] == pytest.approx(maximum_calibration_error(y, p, n_bins=10), rel=1e-12)
+
+
+def test_grid_pos_label_and_string_labels():
+    y, p, coords = _grid_data(n=500, seed=6)
+    words = np.where(y == 1, "sick", "well")
+    ref = grid_calibration_error(y, p, coords, n_bins=3, min_count=5)
+    res = grid_calibration_error(words, p, coords, n_bins=3, min_count=5, pos_label="sick")
+    assert res["mce"] == ref["mce"] and res["ece"] == ref["ece"]
+
+
+def test_grid_calibrated_predictions_score_near_the_noise_floor():
+    # a calibrator equal to the truth scores only the sampling noise of the cell rates
+    rng = np.random.default_rng(7)
+    coords = rng.uniform(size=(200_000, 2))
+    truth = 0.1 + 0.8 * coords[:, 0] * coords[:, 1]
+    y = (rng.uniform(size=truth.shape[0]) < truth).astype(int)
+    res = grid_calibration_error(y, truth, coords, n_bins=10, min_count=1000)
+    assert res["n_cells"] == 100
+    # a cell of ~2000 rows has a standard error of at most 0.5 / sqrt(2000) = 0.011
+    assert res["ece"] < 0.015 and res["mce"] < 0.05
+    worse = grid_calibration_error(y, np.clip(truth + 0.05, 0, 1), coords, min_count=1000)
+    assert worse["ece"] > res["ece"] + 0.03
+
+
+GRID_COORDS = np.array([[0.1, 0.2], [0.4, 0.5], [0.9, 0.8], [0.3, 0.7]])
+
+
+@pytest.mark.parametrize(
+    "y_prob, coords, kwargs, match",
+    [
+        (P, GRID_COORDS * 2, {}, r"coords must lie in \[0, 1\].*max=1\.8"),
+        (P, GRID_COORDS - 0.2, {}, r"coords must lie in \[0, 1\].*min=-0\.1"),
+        (P, np.where(GRID_COORDS > 0.85, np.nan, GRID_COORDS), {}, "coords contains NaN"),
+        (P, GRID_COORDS[:3], {}, "coords has 3 rows but y_true has 4"),
+        (P, GRID_COORDS[:, :, None], {}, r"coords must be an \(n_samples, M\) array"),
+        (P, np.array([["a", "b"]] * 4), {}, "coords must hold real numbers"),
+        (P, GRID_COORDS, {"min_count": -1}, "min_count must be a finite number >= 0"),
+        (P, GRID_COORDS, {"min_count": np.inf}, "min_count must be a finite number >= 0"),
+        (P, GRID_COORDS, {"min_count": "10"}, "min_count must be a finite number >= 0"),
+        (P, GRID_COORDS, {"n_bins": 0}, "n_bins must be an integer >= 1"),
+        ([0.1, 1.5, 0.3, 0.6], GRID_COORDS, {}, r"y_prob .*\[0, 1\].*max=1\.5"),
+        (P[:3], GRID_COORDS, {}, "y_true and y_prob have different lengths"),
+        (P, GRID_COORDS, {"sample_weight": [1, -1, 1, 1]}, "sample_weight must be non-negative"),
+        (lambda c: c[:, 0] * 2, GRID_COORDS, {"min_count": 0}, r"callable y_prob .*max=1\.7"),
+        (lambda c: c[:1, 0], GRID_COORDS, {"min_count": 0}, "returned 1 values for 4 cell"),
+        (lambda c: np.c_[1 - c[:, 0], c[:, 0]], GRID_COORDS, {"min_count": 0}, "positive class"),
+        (lambda c: c[:, 0], GRID_COORDS[:3], {}, "coords has 3 rows but y_true has 4"),
+    ],
+)
+def test_grid_bad_input_raises(y_prob, coords, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        grid_calibration_error(Y, y_prob, coords, **kwargs)
+
+
+def test_grid_callable_bad_labels_raise():
+    with pytest.raises(ValueError, match="pass pos_label"):
+        grid_calibration_error(["a", "b", "a", "b"], lambda c: c[:, 0], GRID_COORDS)
+    with pytest.raises(ValueError, match="y_true is empty"):
+        grid_calibration_error([], lambda c: c[:, 0], np.zeros((0, 2)))
