@@ -217,8 +217,8 @@ class _Progress:
         self.stream = sys.stderr if stream is None else stream
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
-    def note(self, text: str) -> None:
-        if not self.quiet:
+    def note(self, text: str, *, always: bool = False) -> None:
+        if always or not self.quiet:
             print(f"bernonnx: {text}", file=self.stream, flush=True)
 
     @contextlib.contextmanager
@@ -279,9 +279,12 @@ def _read_columns(path: Path, label: str, scores: Sequence[str], delimiter: str)
             wanted = [label, *scores]
             for column in wanted:
                 if column not in header:
+                    hint = ""
+                    if len(header) == 1 and any(c in header[0] for c in ";\t|"):
+                        hint = " (is the file delimited by something else? see --delimiter)"
                     raise InputError(
                         f"column {column!r} is not in {path}; available columns: "
-                        f"{_choices(header, limit=40)}"
+                        f"{_choices(header, limit=40)}{hint}"
                     )
                 if header.count(column) > 1:
                     raise InputError(f"column {column!r} appears {header.count(column)} times")
@@ -565,6 +568,18 @@ def _json_safe(value):
     return value
 
 
+def _write(path: Path, data: bytes | str) -> None:
+    """Write a file, its folder created; an unwritable place is bad input (exit 2)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            path.write_text(data, encoding="utf-8")
+        else:
+            path.write_bytes(data)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
 def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str, progress):
     """Draw a reliability diagram into ``path``; a notice instead when matplotlib is absent."""
     try:
@@ -574,7 +589,9 @@ def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str,
     except ImportError as exc:
         missing = getattr(exc, "name", None) or "matplotlib"
         progress.note(
-            f"no plot written to {path}: {missing} is not available (pip install 'bernonnx[plot]')"
+            f"no plot written to {path}: {missing} is not available "
+            "(pip install 'bernonnx[plot]')",
+            always=True,
         )
         return None
     with progress.step(f"drawing {path.name}"):
@@ -584,8 +601,11 @@ def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str,
             y, predictions, n_bins=n_bins, ax=figure.add_subplot(), title=title
         )
         figure = getattr(drawn, "figure", None) or drawn
-        path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, dpi=120, bbox_inches="tight")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            figure.savefig(path, dpi=120, bbox_inches="tight")
+        except OSError as exc:
+            raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return path
 
 
@@ -593,6 +613,8 @@ def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str,
 
 
 def _cmd_compare(args, progress: _Progress) -> int:
+    for name in args.method or ():
+        _method(name)  # an unknown method fails before the file is read
     with progress.step(f"reading {args.csv}"):
         data = _load(args)
     methods = _select_methods(args.method, data, progress)
@@ -624,8 +646,7 @@ def _cmd_compare(args, progress: _Progress) -> int:
             f"{args.n_bins} bins; fit s per fit\n\n" + _table(rows, ("method", "input"))
         )
     if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text, encoding="utf-8")
+        _write(Path(args.output), text)
         progress.note(f"wrote {args.output}")
     else:
         sys.stdout.write(text)
@@ -673,8 +694,7 @@ def _cmd_export(args, progress: _Progress) -> int:
             f"{', '.join(m.name for m in _METHOD_LIST if m.kind == '1d')}"
         ) from None
     out = Path(args.onnx)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(onx.SerializeToString())
+    _write(out, onx.SerializeToString())
     with progress.step("checking parity in onnxruntime"):
         parity = check_parity(calibrator, onx, data.S, dtype=dtype)
     graph_input = onx.graph.input[0].name
@@ -729,7 +749,7 @@ def _cmd_demo(args, progress: _Progress) -> int:
         X, y, _ = load_credit_default()
         X_train, y_train, X_cal, y_cal, X_test, y_test = _demo_split(X, y, args.seed, args.quick)
     base = HistGradientBoostingClassifier(
-        max_iter=50 if args.quick else 100, random_state=args.seed
+        max_iter=30 if args.quick else 100, random_state=args.seed
     )
     with progress.step(f"training HistGradientBoostingClassifier on {len(y_train)} rows"):
         base.fit(X_train, y_train)
@@ -765,7 +785,6 @@ def _cmd_demo(args, progress: _Progress) -> int:
     best_loss = rows[list(models).index(best)]["log_loss"]
     print(f"best bernonnx calibrator by test log loss: {best} ({best_loss:.5f})")
 
-    out.mkdir(parents=True, exist_ok=True)
     if not args.no_plots:
         ours = {"uncalibrated": predictions["uncalibrated"]}
         ours.update({name: predictions[name] for name in _DEMO_CALIBRATORS})
@@ -787,7 +806,7 @@ def _cmd_demo(args, progress: _Progress) -> int:
     with progress.step("checking parity in onnxruntime"):
         parity = check_parity(model, onx, X_test)
     path = out / "model.onnx"
-    path.write_bytes(onx.SerializeToString())
+    _write(path, onx.SerializeToString())
     print(
         f"ONNX parity (float32): max |p_onnx - p_python| = {parity['max_abs_error']:.1e} over "
         f"{parity['n_rows']} rows, "
