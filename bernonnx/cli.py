@@ -343,11 +343,20 @@ def _as_number(text: str) -> float | None:
 def _binary_target(labels: list[str], column: str, pos_label: str | None):
     """0/1 targets and the positive label's text.
 
+    Labels that are all numbers are compared as numbers ("1" and "1.0" are one class).
     Without ``pos_label`` the column must hold exactly two values and, when they are
     numbers, the larger one is positive (0/1, -1/1, 1/2); text labels need
     ``--pos-label``. With ``pos_label`` that value is calibrated against all others.
     """
-    values = sorted(set(labels))
+    texts = sorted(set(labels))
+    numbers = {text: _as_number(text) for text in texts}
+    numeric = None not in numbers.values()
+    # one representative text per class, and each row's class key
+    key = (lambda text: numbers[text]) if numeric else (lambda text: text)
+    classes = {}
+    for text in texts:
+        classes.setdefault(key(text), text)
+    values = [classes[k] for k in sorted(classes)]
     if pos_label is None:
         if len(values) != 2:
             raise InputError(
@@ -355,30 +364,28 @@ def _binary_target(labels: list[str], column: str, pos_label: str | None):
                 f"{'' if len(values) == 1 else 's'} ({_choices(values)}); calibration needs "
                 "a binary label: pass --pos-label V to calibrate V against the rest"
             )
-        numbers = [_as_number(v) for v in values]
-        if None in numbers:
+        if not numeric:
             raise InputError(
                 f"label column {column!r} holds {values[0]!r} and {values[1]!r}: say which "
                 "one is positive with --pos-label"
             )
-        positive = values[int(np.argmax(numbers))]
+        positive = values[1]
     else:
-        positive = pos_label.strip()
-        if positive not in values:
-            target = _as_number(positive)
-            matches = [v for v in values if target is not None and _as_number(v) == target]
-            if not matches:
-                raise InputError(
-                    f"--pos-label {pos_label!r} is not a value of column {column!r} "
-                    f"(values: {_choices(values)})"
-                )
-            positive = matches[0]
-    y = np.fromiter((text == positive for text in labels), dtype=np.int64, count=len(labels))
-    if y.min() == y.max():
-        raise InputError(
-            f"label column {column!r} holds only {values[0]!r}: calibration needs both "
-            "positive and negative rows"
-        )
+        wanted = pos_label.strip()
+        positive_key = _as_number(wanted) if numeric else wanted
+        if positive_key not in classes:
+            raise InputError(
+                f"--pos-label {pos_label!r} is not a value of column {column!r} "
+                f"(values: {_choices(values)})"
+            )
+        positive = classes[positive_key]
+        if len(values) < 2:
+            raise InputError(
+                f"label column {column!r} holds only {values[0]!r}: calibration needs both "
+                "positive and negative rows"
+            )
+    target = key(positive)
+    y = np.fromiter((key(text) == target for text in labels), dtype=np.int64, count=len(labels))
     return y, positive
 
 
@@ -1044,7 +1051,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(
             f"bernonnx: error: unexpected {type(exc).__name__}: {message} "
-            "(add --traceback to see where)",
+            "(rerun as 'bernonnx --traceback ...' to see where)",
             file=sys.stderr,
         )
         return EXIT_FAILURE

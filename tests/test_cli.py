@@ -310,7 +310,7 @@ def test_unexpected_failure_is_one_line_and_exit_1(monkeypatch, capsys, scores_c
     err = capsys.readouterr().err
     assert err == (
         "bernonnx: error: unexpected RuntimeError: solver exploded "
-        "(add --traceback to see where)\n"
+        "(rerun as 'bernonnx --traceback ...' to see where)\n"
     )
     assert main(["-q", "--traceback", *args, "--method", "platt"]) == EXIT_FAILURE
     assert "Traceback (most recent call last)" in capsys.readouterr().err
