@@ -9,6 +9,7 @@ from .baselines import (
 )
 from .bernstein import BernsteinCalibrator
 from .calibration import CalibratedClassifier
+from .fusion import FusionClassifier
 from .multivariate import MultivariateBernsteinCalibrator
 
 __version__ = "0.1.0.dev0"
@@ -16,6 +17,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "BernsteinCalibrator",
     "CalibratedClassifier",
+    "FusionClassifier",
     "HistogramCalibrator",
     "IsotonicCalibrator",
     "MultivariateBernsteinCalibrator",

@@ -25,9 +25,9 @@ from skl2onnx import to_onnx as _skl2onnx_to_onnx
 from sklearn.pipeline import Pipeline
 
 from . import __version__
-from .bernstein import BernsteinCalibrator
 from .calibration import CalibratedClassifier
 from .deploy import run_onnx
+from .fusion import FusionClassifier
 
 __all__ = ["DEFAULT_OPSET", "check_parity", "onnx_inputs", "to_onnx"]
 
@@ -93,11 +93,18 @@ def _describe(model) -> dict[str, str]:
         meta["log_odds"] = str(final.log_odds)
         meta["n_fold_pairs"] = str(len(final.calibrated_classifiers_))
         calibrators = [c for pair in final.calibrated_classifiers_ for c in pair.calibrators]
-    elif isinstance(final, BernsteinCalibrator):
-        calibrators = [final]
+    elif isinstance(final, FusionClassifier):
+        meta["response_method"] = ",".join(final.response_methods_)
+        meta["log_odds"] = str(final.log_odds)
+        meta["base_models"] = ",".join(type(e).__name__ for e in final.estimators_)
+        calibrators = final.calibrators_
+    elif hasattr(final, "classes_") and type(final).__module__.startswith("bernonnx."):
+        calibrators = [final]  # a calibrator on its own
     if calibrators:
         meta["calibrator"] = type(calibrators[0]).__name__
-        meta["degree"] = ",".join(str(getattr(c, "degree_", "")) for c in calibrators)
+        meta["degree"] = ",".join(
+            str(getattr(c, "degree_", getattr(c, "degrees_", ""))) for c in calibrators
+        )
         meta["loss"] = str(getattr(calibrators[0], "loss", ""))
         meta["score_transform"] = str(getattr(calibrators[0], "score_transform", ""))
     return meta
@@ -123,8 +130,9 @@ def to_onnx(
     Parameters
     ----------
     model : fitted estimator
-        A ``CalibratedClassifier``, a ``BernsteinCalibrator`` (input: scores of
-        shape (N, 1)), or a Pipeline ending in one.
+        A ``CalibratedClassifier``, a ``FusionClassifier``, a calibrator on
+        its own (input: scores of shape (N, 1), or (N, M) for
+        ``MultivariateBernsteinCalibrator``), or a Pipeline ending in one.
     X_sample : array-like or DataFrame
         A few rows of input; fixes input names and types (a DataFrame gives
         one input per column, as skl2onnx does).
@@ -157,6 +165,14 @@ def to_onnx(
         raise ValueError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
     register_converters()
     final = _final_estimator(model)
+    width = getattr(model, "n_features_in_", None)
+    if width is not None and not hasattr(X_sample, "columns"):
+        shape = np.shape(X_sample)
+        if len(shape) != 2 or shape[1] != width:
+            raise ValueError(
+                f"X_sample must have shape (n, {width}): {type(model).__name__} was fitted on "
+                f"{width} columns; got shape {shape}"
+            )
     options = {id(final): {"zipmap": zipmap, "basis": basis}}
     sample = _as_dtype(X_sample, dtype)
     onx = _skl2onnx_to_onnx(

@@ -23,7 +23,7 @@ def register_converters() -> None:
     from skl2onnx.common._registration import register_converter, register_shape_calculator
 
     import bernonnx
-    from bernonnx import CalibratedClassifier
+    from bernonnx import CalibratedClassifier, FusionClassifier
     from bernonnx.converters.calibration import (
         CALIBRATOR_ALIASES,
         CLASSIFIER_OPTIONS,
@@ -36,6 +36,11 @@ def register_converters() -> None:
         convert_score_calibrator,
         parse_calibrated_classifier,
         parse_score_calibrator,
+    )
+    from bernonnx.converters.fusion import (
+        FUSION_STAGE,
+        convert_fusion_stage,
+        parse_fusion_classifier,
     )
 
     for name, alias in CALIBRATOR_ALIASES.items():
@@ -61,5 +66,16 @@ def register_converters() -> None:
     )
     register_shape_calculator(STAGE, calculate_classifier_output_shapes, overwrite=True)
     register_converter(STAGE, convert_calibration_stage, overwrite=True)
+    update_registered_converter(
+        FusionClassifier,
+        "BernonnxFusionClassifier",
+        calculate_classifier_output_shapes,
+        convert_fusion_stage,
+        parser=parse_fusion_classifier,
+        options=CLASSIFIER_OPTIONS,
+        overwrite=True,
+    )
+    register_shape_calculator(FUSION_STAGE, calculate_classifier_output_shapes, overwrite=True)
+    register_converter(FUSION_STAGE, convert_fusion_stage, overwrite=True)
     register_shape_calculator(SCORES, calculate_raw_scores_shapes, overwrite=True)
     register_converter(SCORES, convert_raw_scores, overwrite=True)

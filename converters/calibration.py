@@ -37,6 +37,7 @@ from bernonnx.calibration import LOG_ODDS_EPS
 from bernonnx.converters._graph import DOUBLE, GraphWriter
 from bernonnx.converters.baselines import emit_baseline
 from bernonnx.converters.bernstein import emit_bernstein
+from bernonnx.converters.multivariate import emit_multivariate
 
 STAGE = "BernonnxCalibrationStage"
 SCORES = "BernonnxRawScores"
@@ -49,6 +50,7 @@ CALIBRATOR_ALIASES = {
         "IsotonicCalibrator",
         "HistogramCalibrator",
         "PlattHistogramCalibrator",
+        "MultivariateBernsteinCalibrator",
     )
 }
 CLASSIFIER_OPTIONS = {
@@ -90,7 +92,8 @@ def _declare_outputs(scope, operator, model, inputs, n_classes):
 
 
 def parse_score_calibrator(scope, model, inputs, custom_parsers=None):
-    """A calibrator alone: (N, 1) scores in, label and (N, 2) probabilities out."""
+    """A calibrator alone: (N, 1) scores ((N, M) for the multivariate one) in,
+    label and (N, 2) probabilities out."""
     operator = scope.declare_local_operator(CALIBRATOR_ALIASES[type(model).__name__], model)
     operator.inputs.extend(inputs)
     return _declare_outputs(scope, operator, model, inputs, 2)
@@ -138,26 +141,35 @@ def _final_scores_parser(final, options: dict, custom_parsers):
     return parse
 
 
+def parse_scores(scope, estimator, method: str, inputs, custom_parsers=None):
+    """Parse one fitted base model so that its second output is ``method``'s scores.
+
+    A ``FrozenEstimator`` is unwrapped; Pipelines and ColumnTransformers go
+    through skl2onnx's own parser, the final classifier through a
+    ``BernonnxRawScores`` operator. Returns the score variable.
+    """
+    if isinstance(estimator, FrozenEstimator):
+        estimator = estimator.estimator
+    final = _final_step(estimator)
+    if type(final) not in sklearn_operator_name_map:
+        raise NotImplementedError(
+            f"no skl2onnx converter is registered for {type(final).__name__}"
+        )
+    options = _score_options(final, method)
+    # also on the scope: the Pipeline parser would otherwise give the final
+    # step zipmap=True, which some converters (LinearSVC) do not accept
+    scope.add_options(id(final), options)
+    parsers = dict(custom_parsers or {})
+    parsers[type(final)] = _final_scores_parser(final, options, custom_parsers)
+    return _parse_sklearn(scope, estimator, inputs, custom_parsers=parsers)[1]
+
+
 def parse_calibrated_classifier(scope, model, inputs, custom_parsers=None):
     """Parse every fold's base model, then one calibration-stage operator."""
-    scores = []
-    for pair in model.calibrated_classifiers_:
-        estimator = pair.estimator
-        if isinstance(estimator, FrozenEstimator):
-            estimator = estimator.estimator
-        final = _final_step(estimator)
-        if type(final) not in sklearn_operator_name_map:
-            raise NotImplementedError(
-                f"no skl2onnx converter is registered for {type(final).__name__}"
-            )
-        options = _score_options(final, pair.response_method)
-        # also on the scope: the Pipeline parser would otherwise give the final
-        # step zipmap=True, which some converters (LinearSVC) do not accept
-        scope.add_options(id(final), options)
-        parsers = dict(custom_parsers or {})
-        parsers[type(final)] = _final_scores_parser(final, options, custom_parsers)
-        outputs = _parse_sklearn(scope, estimator, inputs, custom_parsers=parsers)
-        scores.append(outputs[1])
+    scores = [
+        parse_scores(scope, pair.estimator, pair.response_method, inputs, custom_parsers)
+        for pair in model.calibrated_classifiers_
+    ]
     operator = scope.declare_local_operator(STAGE, model)
     operator.inputs.extend(scores)
     return _declare_outputs(scope, operator, model, inputs, len(model.classes_))
@@ -277,6 +289,12 @@ def convert_score_calibrator(scope, operator, container):
     g = GraphWriter(scope, container, "cal")
     model = operator.raw_operator
     scores = g.to_double(operator.inputs[0].full_name)
+    if type(model).__name__ == "MultivariateBernsteinCalibrator":
+        probabilities = emit_multivariate(
+            g, scores, model, basis=_basis_option(container, model), pair=True
+        )
+        _finish(g, operator, probabilities)
+        return
     probabilities = emit_calibrator(
         g,
         scores,
@@ -290,14 +308,34 @@ def convert_score_calibrator(scope, operator, container):
     _finish(g, operator, probabilities)
 
 
-def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str, exact: bool):
-    """One fold's calibrated probabilities from its base model's (N, K) scores."""
+def scores_to_double(g: GraphWriter, score: str, method: str, log_odds: bool) -> str:
+    """A base model's (N, K) score output as the float64 scores its calibrators saw."""
     raw = g.to_double(score)
-    width = max(n_classes, 2)
-    if pair.response_method == "predict_proba" and pair.log_odds:
+    if method == "predict_proba" and log_odds:
         p = g.node("Clip", [raw, g.const("eps", LOG_ODDS_EPS), g.const("1meps", 1 - LOG_ODDS_EPS)])
         q = g.node("Sub", [g.const("one", 1.0), p])
         raw = g.node("Sub", [g.node("Log", [p]), g.node("Log", [q])], "logit")
+    return raw
+
+
+def one_vs_rest(g: GraphWriter, positives: list[str], n_classes: int) -> str:
+    """Per-class (N, 1) positive probabilities divided by their row sum (uniform if 0).
+
+    With two classes ``positives`` holds the (N, 2) pair already.
+    """
+    if n_classes == 2:
+        return positives[0]
+    stacked = g.node("Concat", positives, axis=1)
+    total = g.node("ReduceSum", [stacked, g.const("axis", [1], TensorProto.INT64)], keepdims=1)
+    ratio = g.node("Div", [stacked, g.node("Max", [total, g.const("tiny", 1e-300)])])
+    positive = g.node("Greater", [total, g.const("zero", 0.0)])
+    return g.node("Where", [positive, ratio, g.const("uniform", 1.0 / n_classes)])
+
+
+def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str, exact: bool):
+    """One fold's calibrated probabilities from its base model's (N, K) scores."""
+    raw = scores_to_double(g, score, pair.response_method, pair.log_odds)
+    width = max(n_classes, 2)
     columns = [1] if n_classes == 2 else list(range(n_classes))
     cal_writer = GraphWriter(g.scope, g.container, f"{g.prefix}_cal")
     positives = [
@@ -306,13 +344,7 @@ def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis:
         )
         for cal, column in zip(pair.calibrators, columns, strict=True)
     ]
-    if n_classes == 2:
-        return positives[0]
-    stacked = g.node("Concat", positives, axis=1)
-    total = g.node("ReduceSum", [stacked, g.const("axis", [1], TensorProto.INT64)], keepdims=1)
-    ratio = g.node("Div", [stacked, g.node("Max", [total, g.const("tiny", 1e-300)])])
-    positive = g.node("Greater", [total, g.const("zero", 0.0)])
-    return g.node("Where", [positive, ratio, g.const("uniform", 1.0 / n_classes)])
+    return one_vs_rest(g, positives, n_classes)
 
 
 def convert_calibration_stage(scope, operator, container):
