@@ -34,6 +34,8 @@ from ._validation import (
     predict_scores,
 )
 
+__all__ = ["BernsteinCalibrator"]
+
 
 @dataclass(frozen=True)
 class _Solver:

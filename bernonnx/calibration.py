@@ -25,6 +25,8 @@ from sklearn.utils.validation import (
 from ._validation import HasMethods, StrOptions, _fit_context
 from .bernstein import BernsteinCalibrator
 
+__all__ = ["CalibratedClassifier"]
+
 #: Probabilities are clipped to [eps, 1 - eps] before the log-odds map so
 #: that 0 and 1 give finite scores (|logit| <= 34.5); the ONNX graph clips alike.
 LOG_ODDS_EPS = 1e-15

@@ -453,6 +453,23 @@ def to_ort_format(
     written here also runs on ARM. The environment variable
     ``ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL`` read by the converter is
     honoured (it adds the level to the file names).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import onnxruntime as ort
+    >>> from bernonnx import BernsteinCalibrator
+    >>> from bernonnx.deploy import to_ort_format
+    >>> from bernonnx.export import to_onnx
+    >>> s = np.linspace(-3, 3, 200).reshape(-1, 1)
+    >>> cal = BernsteinCalibrator(degree=4).fit(s, np.sin(7 * s[:, 0]) + s[:, 0] > 0)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     paths = to_ort_format(to_onnx(cal, s[:2]), folder)
+    ...     session = ort.InferenceSession(str(paths["ort"]))
+    ...     proba = session.run(None, {"X": s.astype(np.float32)})[1]
+    >>> bool(np.abs(proba - cal.predict_proba(s)).max() < 1e-6)
+    True
     """
     if optimization_style not in _ORT_STYLES:
         raise ValueError(

@@ -52,7 +52,22 @@ def _as_dtype(X, dtype):
 
 
 def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=np.float32) -> dict:
-    """The input feed for ``X``: one tensor, or one (N, 1) tensor per DataFrame column."""
+    """The input feed for ``X``: one tensor, or one (N, 1) tensor per DataFrame column.
+
+    Raises a ``ValueError`` naming the missing columns, or the expected width,
+    when ``X`` does not match the graph's inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import PlattCalibrator
+    >>> from bernonnx.export import onnx_inputs, to_onnx
+    >>> s = np.linspace(-3, 3, 100).reshape(-1, 1)
+    >>> cal = PlattCalibrator().fit(s, s[:, 0] > 0.3)
+    >>> feed = onnx_inputs(to_onnx(cal, s[:2]), s)
+    >>> [(name, x.shape, x.dtype.name) for name, x in feed.items()]
+    [('X', (100, 1), 'float32')]
+    """
     names = [i.name for i in onnx_model.graph.input]
     if hasattr(X, "columns"):
         missing = [name for name in names if name not in X.columns]
@@ -158,6 +173,25 @@ def to_onnx(
     onnx.ModelProto
         With metadata (``metadata_props``) naming the library versions and
         the calibrators (type, degrees, loss, transform).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from bernonnx import BernsteinCalibrator, CalibratedClassifier
+    >>> from bernonnx.export import check_parity, to_onnx
+    >>> X, y = make_classification(2000, random_state=0)
+    >>> base = LogisticRegression().fit(X[:1000], y[:1000])
+    >>> clf = CalibratedClassifier(FrozenEstimator(base), BernsteinCalibrator(degree=6))
+    >>> clf = clf.fit(X[1000:], y[1000:])
+    >>> onx = to_onnx(clf, X[:5])
+    >>> [o.name for o in onx.graph.output]
+    ['label', 'probabilities']
+    >>> result = check_parity(clf, onx, X)
+    >>> result["max_abs_error"] < 1e-6, result["labels_equal"]
+    (True, True)
     """
     from bernonnx.converters import register_converters
 
@@ -194,6 +228,19 @@ def check_parity(model, onnx_model: onnx.ModelProto, X, *, dtype=None) -> dict:
 
     Returns ``max_abs_error`` (probabilities), ``labels_equal`` and ``n_rows``.
     ``dtype`` defaults to the graph's float input type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import BernsteinCalibrator
+    >>> from bernonnx.export import check_parity, to_onnx
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.normal(size=(1000, 1))
+    >>> y = rng.random(1000) < 1 / (1 + np.exp(-2 * s[:, 0]))
+    >>> cal = BernsteinCalibrator(degree=5).fit(s, y)
+    >>> result = check_parity(cal, to_onnx(cal, s[:2], dtype=np.float64), s)
+    >>> result["max_abs_error"] < 1e-12, result["labels_equal"], result["n_rows"]
+    (True, True, 1000)
     """
     if dtype is None:
         elem = next(

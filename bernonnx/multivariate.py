@@ -53,6 +53,8 @@ from ._validation import (
     check_weights,
 )
 
+__all__ = ["MultivariateBernsteinCalibrator"]
+
 #: Most coefficients ``prod_m (K_m + 1)`` accepted. The QP is dense in them:
 #: Clarabel's factorisation grows as their cube (about 0.5 s per solve at 729).
 MAX_COEF = 2048
