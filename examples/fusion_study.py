@@ -35,7 +35,7 @@ rows; ``min_count`` 250, see the notes the script prints).
 
 Run from the repository root::
 
-    python examples/fusion_study.py --out benchmarks/fusion_study.md   # full, ~5 min
+    python examples/fusion_study.py --out benchmarks/fusion_study.md   # full, ~8 min
     python examples/fusion_study.py --quick                            # CI smoke run
     python examples/fusion_study.py --quick --plot fusion.png          # contour plot too
 """
