@@ -65,3 +65,17 @@ def test_onnx_serving_benchmark_quick_smoke(tmp_path):
     run("onnx_serving.py", "--quick", "--out", str(tmp_path / "s.md"), folder="benchmarks")
     report = (tmp_path / "s.md").read_text()
     assert "parity, ours max" in report and "PASS" in report.split("parity, ours max")[1][:200]
+
+
+@needs_shared
+def test_fusion_study_quick_with_contour(tmp_path):
+    out = run("fusion_study.py", "--quick", "--plot", str(tmp_path / "contour.png"))
+    assert out.count("## ") >= 2 and "grid ECE" in out
+    assert "nan" not in out.lower().replace("nanmean", "")
+    assert (tmp_path / "contour.png").stat().st_size > 10_000
+
+
+def test_fusion_scaling_benchmark_quick_smoke(tmp_path):
+    # timings are reported, never asserted
+    run("fusion_scaling.py", "--quick", "--out", str(tmp_path / "f.md"), folder="benchmarks")
+    assert "## Slope in n" in (tmp_path / "f.md").read_text()

@@ -76,6 +76,8 @@ def test_unfrozen_models_use_out_of_fold_scores_then_are_refitted():
 def test_monotone_in_every_base_score_and_valid_probabilities():
     X, y = data()
     fusion = FusionClassifier(frozen_pair(X, y), log_odds=True).fit(X, y)
+    cal = fusion.calibrators_[0]
+    assert (cal.loss, cal.score_transform) == ("log", "logistic")  # the default
     proba = fusion.predict_proba(X)
     assert np.all((proba >= 0) & (proba <= 1))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
