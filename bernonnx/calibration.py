@@ -57,6 +57,59 @@ def response_scores(estimator, X, method: str, log_odds: bool, classes: np.ndarr
     return raw
 
 
+def resolve_response_method(estimator, response_method: str, name: str | None = None) -> str:
+    """The score method of ``estimator``: ``response_method``, or for ``"auto"`` its
+    ``decision_function`` if it has one, else ``predict_proba``."""
+    who = type(estimator).__name__ if name is None else f"{name!r} ({type(estimator).__name__})"
+    if response_method != "auto":
+        if not hasattr(estimator, response_method):
+            raise ValueError(f"response_method={response_method!r} but {who} has no such method")
+        return response_method
+    for method in ("decision_function", "predict_proba"):
+        if hasattr(estimator, method):
+            return method
+    raise ValueError(
+        f"{who} has neither decision_function nor predict_proba: there is no score to calibrate"
+    )
+
+
+def check_fit_data(X, y, sample_weight, purpose: str):
+    """Validate what a meta-estimator's ``fit`` gets.
+
+    Returns ``X, y`` (indexable), the label encoder's ``classes`` and encoded
+    ``y_enc``, and ``sample_weight`` as float64 (or None).
+    """
+    check_classification_targets(y)
+    y = column_or_1d(y, warn=True)
+    X, y = indexable(X, y)
+    n = _num_samples(X)
+    if n == 0:
+        raise ValueError("Found array with 0 sample(s) (shape=(0, ...)): nothing to fit")
+    encoder = LabelEncoder().fit(y)
+    classes, y_enc = encoder.classes_, encoder.transform(y)
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"y contains only one class ({classes[0]!r}); {purpose} needs at least two classes"
+        )
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != (n,):
+            raise ValueError(f"sample_weight must have shape ({n},), got {sample_weight.shape}")
+    return X, y, classes, y_enc, sample_weight
+
+
+def check_folds(cv, X, y, y_enc):
+    """``check_cv`` for a classifier, refusing folds that would lack a class."""
+    cv = check_cv(cv, y, classifier=True)
+    n_folds = cv.get_n_splits(X, y)
+    if np.bincount(y_enc).min() < n_folds:
+        raise ValueError(
+            f"Requesting {n_folds}-fold cross-validation but provided fewer than "
+            f"{n_folds} examples for at least one class"
+        )
+    return cv
+
+
 class CalibratedPair:
     """A fitted classifier and its per-class calibrators (one when binary).
 
@@ -228,22 +281,6 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.response_method = response_method
         self.log_odds = log_odds
 
-    def _resolve_method(self, estimator):
-        if self.response_method != "auto":
-            if not hasattr(estimator, self.response_method):
-                raise ValueError(
-                    f"response_method={self.response_method!r} but "
-                    f"{type(estimator).__name__} has no such method"
-                )
-            return self.response_method
-        for name in ("decision_function", "predict_proba"):
-            if hasattr(estimator, name):
-                return name
-        raise ValueError(
-            f"{type(estimator).__name__} has neither decision_function nor predict_proba: "
-            "there is no score to calibrate"
-        )
-
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None, **fit_params):
         """Fit the classifier(s) and calibrators.
@@ -262,33 +299,15 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self : CalibratedClassifier
         """
-        check_classification_targets(y)
-        y = column_or_1d(y, warn=True)
-        X, y = indexable(X, y)
-        if _num_samples(X) == 0:
-            raise ValueError("Found array with 0 sample(s) (shape=(0, ...)): nothing to fit")
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        y_enc = encoder.transform(y)
-        if self.classes_.shape[0] < 2:
-            raise ValueError(
-                f"y contains only one class ({self.classes_[0]!r}); calibration needs "
-                "at least two classes"
-            )
+        X, y, self.classes_, y_enc, sample_weight = check_fit_data(
+            X, y, sample_weight, "calibration"
+        )
         estimator = LinearSVC() if self.estimator is None else self.estimator
         calibrator = BernsteinCalibrator() if self.calibrator is None else self.calibrator
         frozen = isinstance(estimator, FrozenEstimator)
         ensemble = (not frozen) if self.ensemble == "auto" else self.ensemble
-        method = self._resolve_method(estimator)
+        method = resolve_response_method(estimator, self.response_method)
         self.response_method_ = method
-
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.shape != (_num_samples(X),):
-                raise ValueError(
-                    f"sample_weight must have shape ({_num_samples(X)},), "
-                    f"got {sample_weight.shape}"
-                )
         fit_kw = dict(fit_params)
         if sample_weight is not None and not frozen:
             if has_fit_parameter(estimator, "sample_weight"):
@@ -315,13 +334,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             )
             self.calibrated_classifiers_ = [pair]
         else:
-            cv = check_cv(self.cv, y, classifier=True)
-            n_folds = cv.get_n_splits(X, y)
-            if np.bincount(y_enc).min() < n_folds:
-                raise ValueError(
-                    f"Requesting {n_folds}-fold cross-validation but provided fewer than "
-                    f"{n_folds} examples for at least one class"
-                )
+            cv = check_folds(self.cv, X, y, y_enc)
             if ensemble:
                 self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
                     delayed(_fit_pair)(

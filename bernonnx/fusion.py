@@ -8,19 +8,22 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import check_cv, cross_val_predict
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import indexable
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.model_selection import cross_val_predict
 from sklearn.utils.validation import (
-    _num_samples,
     check_is_fitted,
-    column_or_1d,
     has_fit_parameter,
 )
 
 from ._validation import HasMethods, StrOptions, _fit_context
-from .calibration import _columns, _oof_to_scores, combine_one_vs_rest, response_scores
+from .calibration import (
+    _columns,
+    _oof_to_scores,
+    check_fit_data,
+    check_folds,
+    combine_one_vs_rest,
+    resolve_response_method,
+    response_scores,
+)
 from .multivariate import MultivariateBernsteinCalibrator
 
 __all__ = ["FusionClassifier"]
@@ -43,23 +46,6 @@ def _check_estimators(estimators) -> list[tuple[str, object]]:
     if len(set(names)) != len(names):
         raise ValueError(f"estimator names must be unique; got {names}")
     return [(name, est) for name, est in estimators]
-
-
-def _resolve_method(estimator, name: str, response_method: str) -> str:
-    if response_method != "auto":
-        if not hasattr(estimator, response_method):
-            raise ValueError(
-                f"response_method={response_method!r} but estimator {name!r} "
-                f"({type(estimator).__name__}) has no such method"
-            )
-        return response_method
-    for method in ("decision_function", "predict_proba"):
-        if hasattr(estimator, method):
-            return method
-    raise ValueError(
-        f"estimator {name!r} ({type(estimator).__name__}) has neither decision_function nor "
-        "predict_proba: there is no score to fuse"
-    )
 
 
 class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -210,27 +196,8 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self : FusionClassifier
         """
         named = _check_estimators(self.estimators)
-        check_classification_targets(y)
-        y = column_or_1d(y, warn=True)
-        X, y = indexable(X, y)
-        n = _num_samples(X)
-        if n == 0:
-            raise ValueError("Found array with 0 sample(s) (shape=(0, ...)): nothing to fit")
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        y_enc = encoder.transform(y)
-        if self.classes_.shape[0] < 2:
-            raise ValueError(
-                f"y contains only one class ({self.classes_[0]!r}); fusion needs at least "
-                "two classes"
-            )
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.shape != (n,):
-                raise ValueError(
-                    f"sample_weight must have shape ({n},), got {sample_weight.shape}"
-                )
-        methods = [_resolve_method(est, name, self.response_method) for name, est in named]
+        X, y, self.classes_, y_enc, sample_weight = check_fit_data(X, y, sample_weight, "fusion")
+        methods = [resolve_response_method(est, self.response_method, name) for name, est in named]
         calibrator = (
             MultivariateBernsteinCalibrator(loss="log", score_transform="logistic")
             if self.calibrator is None
@@ -262,13 +229,7 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                         stacklevel=2,
                     )
             if cv is None:
-                cv = check_cv(self.cv, y, classifier=True)
-                n_folds = cv.get_n_splits(X, y)
-                if np.bincount(y_enc).min() < n_folds:
-                    raise ValueError(
-                        f"Requesting {n_folds}-fold cross-validation but provided fewer than "
-                        f"{n_folds} examples for at least one class"
-                    )
+                cv = check_folds(self.cv, X, y, y_enc)
             oof = cross_val_predict(
                 clone(est), X, y, cv=cv, method=method, n_jobs=self.n_jobs, params=kw
             )
