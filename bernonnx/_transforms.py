@@ -55,6 +55,13 @@ def _slope(rise: float, spread: float) -> float:
     return float(min(rise / spread, _MAX_SLOPE))
 
 
+def clipped_log_odds(p: np.ndarray, eps: float) -> np.ndarray:
+    """``log(q) - log(1 - q)`` with ``q = clip(p, eps, 1 - eps)``: finite for
+    probabilities 0 and 1 when ``eps > 0``. The ONNX graphs clip alike."""
+    q = np.clip(p, eps, 1.0 - eps)
+    return np.log(q) - np.log1p(-q)
+
+
 def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int = 64) -> dict:
     """Fit the parameters of transform ``kind`` on scores ``s`` with weights ``w``.
 

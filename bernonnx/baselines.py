@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import OneScoreMixin
 from ._stats import weighted_quantile
+from ._transforms import clipped_log_odds
 from ._validation import (
     Interval,
     StrOptions,
@@ -75,8 +76,7 @@ def _platt_feature(s: np.ndarray, log_odds: bool, eps: float) -> np.ndarray:
             "log_odds=True takes probability scores in [0, 1]; got scores in "
             f"[{lo:.6g}, {hi:.6g}]. Pass log_odds=False for decision values"
         )
-    c = np.clip(s, eps, 1.0 - eps)
-    return np.log(c) - np.log1p(-c)
+    return clipped_log_odds(s, eps)
 
 
 def _logit(p: float) -> float:

@@ -22,6 +22,7 @@ from sklearn.utils.validation import (
     has_fit_parameter,
 )
 
+from ._transforms import clipped_log_odds
 from ._validation import HasMethods, StrOptions, _fit_context
 from .bernstein import BernsteinCalibrator
 
@@ -38,16 +39,9 @@ def response_scores(estimator, X, method: str, log_odds: bool, classes: np.ndarr
     Multiclass columns are the estimator's, which must know exactly the
     classes of ``y``.
     """
-    raw = np.asarray(getattr(estimator, method)(X), dtype=np.float64)
-    binary = classes.shape[0] == 2
-    if method == "predict_proba":
-        if log_odds:
-            p = np.clip(raw, LOG_ODDS_EPS, 1.0 - LOG_ODDS_EPS)
-            raw = np.log(p) - np.log1p(-p)
-        if binary:
-            return raw[:, 1]
-    if binary:
-        return raw if raw.ndim == 1 else raw[:, -1]
+    raw = as_scores(getattr(estimator, method)(X), method, log_odds, classes)
+    if classes.shape[0] == 2:
+        return raw
     if not np.array_equal(np.asarray(estimator.classes_), classes) or raw.ndim != 2:
         raise ValueError(
             f"{type(estimator).__name__} knows classes {list(estimator.classes_)} and "
@@ -96,6 +90,23 @@ def check_fit_data(X, y, sample_weight, purpose: str):
         if sample_weight.shape != (n,):
             raise ValueError(f"sample_weight must have shape ({n},), got {sample_weight.shape}")
     return X, y, classes, y_enc, sample_weight
+
+
+def fit_kwargs(estimator, fit_params: dict, sample_weight, who: str, purpose: str) -> dict:
+    """``fit_params`` plus ``sample_weight`` when ``estimator.fit`` accepts it;
+    otherwise a warning that the weights serve the ``purpose`` only."""
+    kw = dict(fit_params)
+    if sample_weight is None:
+        return kw
+    if has_fit_parameter(estimator, "sample_weight"):
+        kw["sample_weight"] = sample_weight
+    else:
+        warnings.warn(
+            f"{who} does not accept sample_weight: the weights are used for the {purpose} only",
+            UserWarning,
+            stacklevel=3,
+        )
+    return kw
 
 
 def check_folds(cv, X, y, y_enc):
@@ -309,16 +320,14 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         method = resolve_response_method(estimator, self.response_method)
         self.response_method_ = method
         fit_kw = dict(fit_params)
-        if sample_weight is not None and not frozen:
-            if has_fit_parameter(estimator, "sample_weight"):
-                fit_kw["sample_weight"] = sample_weight
-            else:
-                warnings.warn(
-                    f"{type(estimator).__name__}.fit does not accept sample_weight: the "
-                    "weights are used for the calibration only",
-                    UserWarning,
-                    stacklevel=2,
-                )
+        if not frozen:
+            fit_kw = fit_kwargs(
+                estimator,
+                fit_params,
+                sample_weight,
+                f"{type(estimator).__name__}.fit",
+                "calibration",
+            )
 
         if frozen and not ensemble:
             scores = response_scores(estimator, X, method, self.log_odds, self.classes_)
@@ -363,7 +372,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                     n_jobs=self.n_jobs,
                     params=fit_kw,
                 )
-                scores = _oof_to_scores(raw, method, self.log_odds, self.classes_)
+                scores = as_scores(raw, method, self.log_odds, self.classes_)
                 final = clone(estimator).fit(X, y, **fit_kw)
                 self.calibrated_classifiers_ = [
                     _fit_calibrators(
@@ -411,15 +420,13 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return tags
 
 
-def _oof_to_scores(raw, method, log_odds, classes):
-    """Out-of-fold ``cross_val_predict`` output as calibrator scores.
-
-    ``cross_val_predict`` already orders columns by the sorted labels.
-    """
+def as_scores(raw, method: str, log_odds: bool, classes: np.ndarray) -> np.ndarray:
+    """A score method's output (or ``cross_val_predict``'s, whose columns are
+    ordered by the sorted labels) as calibrator scores: log-odds of
+    probabilities when asked, and the positive class's column for two classes."""
     raw = np.asarray(raw, dtype=np.float64)
     if method == "predict_proba" and log_odds:
-        p = np.clip(raw, LOG_ODDS_EPS, 1.0 - LOG_ODDS_EPS)
-        raw = np.log(p) - np.log1p(-p)
+        raw = clipped_log_odds(raw, LOG_ODDS_EPS)
     if classes.shape[0] == 2 and raw.ndim == 2:
-        return raw[:, 1]
+        return raw[:, -1]
     return raw

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -11,16 +10,16 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import cross_val_predict
 from sklearn.utils.validation import (
     check_is_fitted,
-    has_fit_parameter,
 )
 
 from ._validation import HasMethods, StrOptions, _fit_context
 from .calibration import (
     _columns,
-    _oof_to_scores,
+    as_scores,
     check_fit_data,
     check_folds,
     combine_one_vs_rest,
+    fit_kwargs,
     resolve_response_method,
     response_scores,
 )
@@ -166,7 +165,6 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _score_matrices(self, X, estimators, methods) -> list[np.ndarray]:
         """One ``(n, M)`` score matrix per calibrator (one, or one per class)."""
-        check_is_fitted(self)
         scores = [
             response_scores(est, X, method, self.log_odds, self.classes_)
             for est, method in zip(estimators, methods, strict=True)
@@ -217,23 +215,14 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 fitted.append(est)
                 raw.append(response_scores(est, X, method, self.log_odds, self.classes_))
                 continue
-            kw = dict(fit_params)
-            if sample_weight is not None:
-                if has_fit_parameter(est, "sample_weight"):
-                    kw["sample_weight"] = sample_weight
-                else:
-                    warnings.warn(
-                        f"estimator {name!r} ({type(est).__name__}) does not accept "
-                        "sample_weight: the weights are used for the fusion only",
-                        UserWarning,
-                        stacklevel=2,
-                    )
+            who = f"estimator {name!r} ({type(est).__name__})"
+            kw = fit_kwargs(est, fit_params, sample_weight, who, "fusion")
             if cv is None:
                 cv = check_folds(self.cv, X, y, y_enc)
             oof = cross_val_predict(
                 clone(est), X, y, cv=cv, method=method, n_jobs=self.n_jobs, params=kw
             )
-            raw.append(_oof_to_scores(oof, method, self.log_odds, self.classes_))
+            raw.append(as_scores(oof, method, self.log_odds, self.classes_))
             fitted.append(clone(est).fit(X, y, **kw))
 
         self.estimators_ = fitted
