@@ -42,7 +42,7 @@ from scipy.special import comb, gammaln
 
 from bernonnx.converters._graph import GraphWriter
 
-_TINY = 1e-300
+TINY = 1e-300
 BASES = ("exp", "pow")
 
 
@@ -68,7 +68,7 @@ def _affine(g: GraphWriter, raw: str, width: int, column: int, shift, slopes, ex
 
 def _uv(g: GraphWriter, raw: str, width: int, column: int, cal, exact: bool) -> str:
     """``[u, v]`` (N, 2), floored at 1e-300."""
-    tiny = g.const("tiny", _TINY)
+    tiny = g.const("tiny", TINY)
     if cal.score_transform == "logistic":
         a = _affine(g, raw, width, column, cal.shift_, [cal.scale_, cal.scale_below_], exact)
         z = _reduce(g, "ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
@@ -88,25 +88,34 @@ def _uv(g: GraphWriter, raw: str, width: int, column: int, cal, exact: bool) -> 
     return g.node("Max", [uv, tiny], "uv")
 
 
+def log_binomial(n, k):
+    """``log C(n, k)`` in float64 (no overflow at any degree)."""
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+
+def pow_basis(g: GraphWriter, u: str, v: str, degree: int) -> str:
+    """``C(d, k) u^k v^(d-k)`` (N, d + 1) from (N, 1) ``u`` and ``v`` by Pow and Mul."""
+    k = np.arange(degree + 1, dtype=np.float64)[None, :]
+    powers = g.node(
+        "Mul",
+        [
+            g.node("Pow", [u, g.const("k", k)]),
+            g.node("Pow", [v, g.const("dk", degree - k)]),
+        ],
+    )
+    return g.node("Mul", [powers, g.const("binom", comb(degree, k))], "basis")
+
+
 def _basis(g: GraphWriter, uv: str, degree: int, basis: str) -> str:
-    k = np.arange(degree + 1, dtype=np.float64)
     if basis == "pow":
-        u, v = (g.column(uv, j) for j in (0, 1))
-        powers = g.node(
-            "Mul",
-            [
-                g.node("Pow", [u, g.const("k", k[None, :])]),
-                g.node("Pow", [v, g.const("dk", degree - k[None, :])]),
-            ],
-        )
-        return g.node("Mul", [powers, g.const("binom", comb(degree, k)[None, :])], "basis")
-    log_binom = gammaln(degree + 1) - gammaln(k + 1) - gammaln(degree - k + 1)
+        return pow_basis(g, g.column(uv, 0), g.column(uv, 1), degree)
+    k = np.arange(degree + 1, dtype=np.float64)
     exponent = g.node(
         "Gemm",
         [
             g.node("Log", [uv]),
             g.const("k", np.vstack([k, degree - k])),
-            g.const("log_binom", log_binom),
+            g.const("log_binom", log_binomial(degree, k)),
         ],
     )
     return g.node("Exp", [exponent], "basis")

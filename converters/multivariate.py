@@ -35,13 +35,10 @@ import math
 
 import numpy as np
 from onnx import TensorProto
-from scipy.special import comb, gammaln
 
 from bernonnx._transforms import _MAX_DIFF
 from bernonnx.converters._graph import GraphWriter
-from bernonnx.converters.bernstein import BASES
-
-_TINY = 1e-300
+from bernonnx.converters.bernstein import BASES, TINY, log_binomial, pow_basis
 
 
 def _quantile_u(g: GraphWriter, s: str, cal) -> str:
@@ -102,7 +99,7 @@ def _uv(g: GraphWriter, s: str, cal) -> str:
             )
             z = g.node("Add", [above, below], "z")
             uv = g.node("Sigmoid", [g.node("Concat", [z, g.node("Neg", [z])], axis=1)])
-    return g.node("Max", [uv, g.const("tiny", _TINY)], "uv")
+    return g.node("Max", [uv, g.const("tiny", TINY)], "uv")
 
 
 def _tensor_index(degrees) -> np.ndarray:
@@ -111,15 +108,11 @@ def _tensor_index(degrees) -> np.ndarray:
     return np.stack([grid.ravel() for grid in grids], axis=1)
 
 
-def _log_binomial(n, k):
-    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
-
-
 def _basis_exp(g: GraphWriter, uv: str, degrees) -> str:
     k = _tensor_index(degrees).astype(np.float64)
     top = np.asarray(degrees, dtype=np.float64)
     exponents = np.vstack([k.T, (top - k).T])  # (2M, P)
-    log_binom = _log_binomial(top[None, :], k).sum(axis=1)
+    log_binom = log_binomial(top[None, :], k).sum(axis=1)
     exponent = g.node(
         "Gemm", [g.node("Log", [uv]), g.const("exponents", exponents), g.const("log_c", log_binom)]
     )
@@ -130,16 +123,7 @@ def _basis_pow(g: GraphWriter, uv: str, degrees) -> str:
     n_cols = len(degrees)
     out, width = None, 1
     for m, d in enumerate(degrees):
-        k = np.arange(d + 1, dtype=np.float64)[None, :]
-        u, v = g.column(uv, m), g.column(uv, n_cols + m)
-        powers = g.node(
-            "Mul",
-            [
-                g.node("Pow", [u, g.const("k", k)]),
-                g.node("Pow", [v, g.const("dk", d - k)]),
-            ],
-        )
-        b = g.node("Mul", [powers, g.const("binom", comb(d, k))])
+        b = pow_basis(g, g.column(uv, m), g.column(uv, n_cols + m), d)
         if out is None:
             out, width = b, d + 1
             continue
