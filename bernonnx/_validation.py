@@ -101,8 +101,16 @@ def fit_inputs(estimator, X, y, sample_weight):
     weights, a single class among the positive-weight rows, then NaN/inf and
     the single-column rule (see :func:`check_scores`).
     """
-    name = type(estimator).__name__
     arr, y = check_scores(estimator, X, reset=True, y=y)
+    target, w, keep = labelled_rows(estimator, arr, y, sample_weight)
+    s = single_score(estimator, arr)
+    return s[keep].astype(np.float64), target[keep], w[keep]
+
+
+def labelled_rows(estimator, arr: np.ndarray, y, sample_weight):
+    """Set ``classes_``; return the 0/1 target, the weights and the mask of
+    positive-weight rows, which must hold both classes."""
+    name = type(estimator).__name__
     estimator.classes_, target = check_binary_labels(y, name)
     w = check_weights(sample_weight, arr)
     keep = w > 0
@@ -111,8 +119,7 @@ def fit_inputs(estimator, X, y, sample_weight):
             "y contains a single class among the rows with positive sample_weight; "
             f"{name} needs both classes"
         )
-    s = single_score(estimator, arr)
-    return s[keep].astype(np.float64), target[keep], w[keep]
+    return target, w, keep
 
 
 def predict_scores(estimator, X) -> np.ndarray:

@@ -49,8 +49,7 @@ from ._validation import (
     StrOptions,
     _finite_or_raise,
     _fit_context,
-    check_binary_labels,
-    check_weights,
+    labelled_rows,
 )
 
 __all__ = ["MultivariateBernsteinCalibrator"]
@@ -716,14 +715,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
                 f"{type(self).__name__} needs at least 2 samples, one of each class; got "
                 f"n_samples={arr.shape[0]}"
             )
-        self.classes_, target = check_binary_labels(y, type(self).__name__)
-        w = check_weights(sample_weight, arr)
-        keep = w > 0
-        if target[keep].min() == target[keep].max():
-            raise ValueError(
-                "y contains a single class among the rows with positive sample_weight; "
-                f"{type(self).__name__} needs both classes"
-            )
+        target, w, keep = labelled_rows(self, arr, y, sample_weight)
         _finite_or_raise(arr, "scores")
         m_axes = arr.shape[1]
         candidates = self._candidate_degrees(m_axes)
