@@ -12,6 +12,13 @@ import numpy as np
 from onnx import TensorProto
 
 DOUBLE = TensorProto.DOUBLE
+FLOAT = TensorProto.FLOAT
+_NUMPY = {
+    DOUBLE: np.float64,
+    FLOAT: np.float32,
+    TensorProto.INT64: np.int64,
+    TensorProto.UINT8: np.uint8,
+}
 
 #: Minimum ai.onnx opset the emitted nodes need (Clip with tensor bounds,
 #: ReduceSum with axes as an input).
@@ -27,14 +34,18 @@ class GraphWriter:
         self.prefix = prefix
 
     def const(self, name: str, values, dtype=DOUBLE, shape=None) -> str:
-        """An initializer holding ``values`` (float64 unless ``dtype`` says otherwise)."""
+        """An initializer holding ``values`` (float64 unless ``dtype`` says otherwise).
+
+        FLOAT constants are ``values`` rounded to nearest float32, as numpy's
+        ``astype(np.float32)`` rounds them.
+        """
         arr = np.asarray(values)
         shape = list(arr.shape) if shape is None else list(shape)
         unique = self.scope.get_unique_variable_name(f"{self.prefix}_{name}")
         if dtype == TensorProto.STRING:
             flat = [str(v).encode("utf-8") for v in arr.ravel()]
         else:
-            flat = arr.astype(np.float64 if dtype == DOUBLE else np.int64).ravel().tolist()
+            flat = arr.astype(_NUMPY[dtype]).ravel().tolist()
         self.container.add_initializer(unique, dtype, shape, flat)
         return unique
 

@@ -19,6 +19,8 @@ This mirrors ``CalibratedPair.predict_proba`` and ``CalibratedClassifier.predict
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import numpy as np
 from onnx import TensorProto
 from skl2onnx._parse import _apply_zipmap, _parse_sklearn
@@ -37,6 +39,7 @@ from bernonnx.calibration import LOG_ODDS_EPS
 from bernonnx.converters._graph import DOUBLE, GraphWriter
 from bernonnx.converters.baselines import emit_baseline
 from bernonnx.converters.bernstein import emit_bernstein
+from bernonnx.converters.exact import exact_scores, exact_supported
 from bernonnx.converters.multivariate import emit_multivariate
 
 STAGE = "BernonnxCalibrationStage"
@@ -124,6 +127,8 @@ def _final_scores_parser(final, options: dict, custom_parsers):
     skl2onnx hands converters the options given to ``to_onnx``, not those a
     parser adds to its scope, so ``raw_scores`` cannot be requested from here;
     the operator carries them and its converter sets them before delegating.
+    Models that ``converters/exact.py`` computes exactly get one float64 score
+    output and no label.
     """
     others = {k: v for k, v in (custom_parsers or {}).items() if k is not type(final)}
 
@@ -133,6 +138,10 @@ def _final_scores_parser(final, options: dict, custom_parsers):
         operator = scope.declare_local_operator(SCORES, model)
         operator.inputs.extend(inputs)
         operator.bernonnx_options = options
+        if options.get("exact"):
+            scores = scope.declare_local_variable("base_scores", DoubleTensorType())
+            operator.outputs.append(scores)
+            return [scores]
         label = scope.declare_local_variable("base_label", _label_type(np.asarray(model.classes_)))
         scores = scope.declare_local_variable("base_scores", _float_type(inputs)())
         operator.outputs.extend([label, scores])
@@ -141,33 +150,77 @@ def _final_scores_parser(final, options: dict, custom_parsers):
     return parse
 
 
-def parse_scores(scope, estimator, method: str, inputs, custom_parsers=None):
-    """Parse one fitted base model so that its second output is ``method``'s scores.
+#: The X that ``bernonnx.export.to_onnx`` was given, at the graph's dtype, at the
+#: level of the model being parsed: it tells which dtype numpy computes in.
+SAMPLE: ContextVar = ContextVar("bernonnx_sample", default=None)
+
+
+def _numpy_input_dtype(estimator):
+    """The dtype scikit-learn's final step sees for the export sample (None if unknown)."""
+    sample = SAMPLE.get()
+    if sample is None:
+        return None
+    try:
+        if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
+            sample = estimator[:-1].transform(sample)
+        dtype = sample.dtype if hasattr(sample, "dtype") else np.asarray(sample).dtype
+        return dtype.name  # sparse matrices (one-hot heavy ColumnTransformers) have one too
+    except Exception:  # noqa: BLE001 - a hint only; the graph's dtype is the fallback
+        return None
+
+
+def parse_scores(scope, estimator, method: str, inputs, custom_parsers=None, log_odds_from=None):
+    """Parse one fitted base model so that its last output is ``method``'s scores.
 
     A ``FrozenEstimator`` is unwrapped; Pipelines and ColumnTransformers go
     through skl2onnx's own parser, the final classifier through a
-    ``BernonnxRawScores`` operator. Returns the score variable.
+    ``BernonnxRawScores`` operator. With ``log_odds_from="log_proba"`` the
+    scores are each class's log-odds from the model's log-probabilities
+    (``bernonnx.calibration.log_odds_source``). Returns the score variable.
     """
     if isinstance(estimator, FrozenEstimator):
         estimator = estimator.estimator
     final = _final_step(estimator)
-    if type(final) not in sklearn_operator_name_map:
+    exact = exact_supported(final, method)
+    if type(final) not in sklearn_operator_name_map and not exact:
         raise NotImplementedError(
             f"no skl2onnx converter is registered for {type(final).__name__}"
         )
-    options = _score_options(final, method)
-    # also on the scope: the Pipeline parser would otherwise give the final
-    # step zipmap=True, which some converters (LinearSVC) do not accept
-    scope.add_options(id(final), options)
+    if exact:
+        options = {
+            "exact": True,
+            "method": method,
+            "log_odds_from": log_odds_from,
+            "numpy_dtype": _numpy_input_dtype(estimator),
+        }
+    else:
+        if log_odds_from == "log_proba":
+            raise NotImplementedError(
+                f"log-odds from the log-probabilities of {type(final).__name__} cannot be exported"
+            )
+        options = _score_options(final, method)
+    if type(final) in sklearn_operator_name_map:
+        # also on the scope: the Pipeline parser would otherwise give the final
+        # step zipmap=True, which some converters (LinearSVC) do not accept
+        scope.add_options(id(final), _score_options(final, "predict_proba"))
+        if not exact:
+            scope.add_options(id(final), options)
     parsers = dict(custom_parsers or {})
     parsers[type(final)] = _final_scores_parser(final, options, custom_parsers)
-    return _parse_sklearn(scope, estimator, inputs, custom_parsers=parsers)[1]
+    return _parse_sklearn(scope, estimator, inputs, custom_parsers=parsers)[-1]
 
 
 def parse_calibrated_classifier(scope, model, inputs, custom_parsers=None):
     """Parse every fold's base model, then one calibration-stage operator."""
     scores = [
-        parse_scores(scope, pair.estimator, pair.response_method, inputs, custom_parsers)
+        parse_scores(
+            scope,
+            pair.estimator,
+            pair.response_method,
+            inputs,
+            custom_parsers,
+            log_odds_from=getattr(pair, "log_odds_from", None),
+        )
         for pair in model.calibrated_classifiers_
     ]
     operator = scope.declare_local_operator(STAGE, model)
@@ -176,7 +229,11 @@ def parse_calibrated_classifier(scope, model, inputs, custom_parsers=None):
 
 
 def calculate_raw_scores_shapes(operator):
-    """The wrapped classifier's own shape calculator."""
+    """The wrapped classifier's own shape calculator; (N, max(K, 2)) for exact scores."""
+    if operator.bernonnx_options.get("exact"):
+        n = operator.inputs[0].get_first_dimension()
+        operator.outputs[0].type.shape = [n, max(len(operator.raw_operator.classes_), 2)]
+        return
     get_shape_calculator(sklearn_operator_name_map[type(operator.raw_operator)])(operator)
 
 
@@ -198,6 +255,22 @@ def convert_raw_scores(scope, operator, container):
     requires ints ("AttributeProto.ints: Expected an int, got a boolean").
     """
     model = operator.raw_operator
+    options = operator.bernonnx_options
+    if options.get("exact"):
+        g = GraphWriter(scope, container, "base")
+        inp = operator.inputs[0]
+        elem = DOUBLE if isinstance(inp.type, DoubleTensorType) else TensorProto.FLOAT
+        name = inp.full_name
+        if not isinstance(inp.type, DoubleTensorType | FloatTensorType):
+            name, elem = g.node("Cast", [name], to=DOUBLE), DOUBLE
+        scores = exact_scores(g, name, elem, model, options["method"], options)
+        container.add_node(
+            "Identity",
+            [scores],
+            operator.outputs[0].full_name,
+            name=scope.get_unique_operator_name("base_scores"),
+        )
+        return
     if container.options is None:
         container.options = {}
     current = container.options.get(id(model)) or {}
@@ -272,8 +345,13 @@ def _basis_option(container, model) -> str:
 
 
 def _exact(operator) -> bool:
-    """Float64 graphs keep numpy's rounding step for step (see converters/bernstein.py)."""
-    return isinstance(operator.outputs[1].type, DoubleTensorType)
+    """Keep numpy's rounding step for step (see converters/bernstein.py).
+
+    Always: the base models' scores reach the calibrators exactly in float32
+    graphs too, and the shorter Gemm form loses bits where scores crowd
+    (saturated probabilities under a steep transform).
+    """
+    return True
 
 
 def emit_calibrator(g: GraphWriter, raw: str, width: int, column: int, cal, **kw) -> str:
@@ -308,10 +386,16 @@ def convert_score_calibrator(scope, operator, container):
     _finish(g, operator, probabilities)
 
 
-def scores_to_double(g: GraphWriter, score: str, method: str, log_odds: bool) -> str:
-    """A base model's (N, K) score output as the float64 scores its calibrators saw."""
+def scores_to_double(
+    g: GraphWriter, score: str, method: str, log_odds: bool, log_odds_from=None
+) -> str:
+    """A base model's (N, K) score output as the float64 scores its calibrators saw.
+
+    Log-odds from log-probabilities arrive ready from ``parse_scores``; log-odds
+    of probabilities are taken here, from clipped probabilities.
+    """
     raw = g.to_double(score)
-    if method == "predict_proba" and log_odds:
+    if method == "predict_proba" and log_odds and log_odds_from != "log_proba":
         p = g.node("Clip", [raw, g.const("eps", LOG_ODDS_EPS), g.const("1meps", 1 - LOG_ODDS_EPS)])
         q = g.node("Sub", [g.const("one", 1.0), p])
         raw = g.node("Sub", [g.node("Log", [p]), g.node("Log", [q])], "logit")
@@ -334,7 +418,9 @@ def one_vs_rest(g: GraphWriter, positives: list[str], n_classes: int) -> str:
 
 def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str, exact: bool):
     """One fold's calibrated probabilities from its base model's (N, K) scores."""
-    raw = scores_to_double(g, score, pair.response_method, pair.log_odds)
+    raw = scores_to_double(
+        g, score, pair.response_method, pair.log_odds, getattr(pair, "log_odds_from", None)
+    )
     width = max(n_classes, 2)
     columns = [1] if n_classes == 2 else list(range(n_classes))
     cal_writer = GraphWriter(g.scope, g.container, f"{g.prefix}_cal")

@@ -197,7 +197,7 @@ def test_one_graph_holds_every_base_model_and_the_fusion(n_classes, dtype):
     onnx.checker.check_model(onx, full_check=True)
     onnx.shape_inference.infer_shapes(onx, strict_mode=True)
     ops = {node.op_type for node in onx.graph.node}
-    assert {"TreeEnsembleClassifier", "Relu"} <= ops  # the tree, the MLP (and LinearSVC)
+    assert {"TreeEnsembleRegressor", "Relu"} <= ops  # the tree, the MLP (and LinearSVC)
     meta = {p.key: p.value for p in onx.metadata_props}
     assert meta["model"] == "FusionClassifier"
     assert meta["calibrator"] == "MultivariateBernsteinCalibrator"
