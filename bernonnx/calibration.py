@@ -9,14 +9,21 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv, cross_val_predict
+from sklearn.naive_bayes import GaussianNB
+from sklearn.neural_network import MLPClassifier
+from sklearn.neural_network._base import ACTIVATIONS
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelEncoder
 from sklearn.svm import LinearSVC
 from sklearn.utils import indexable
 from sklearn.utils._indexing import _safe_indexing
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _num_samples,
+    check_array,
     check_is_fitted,
     column_or_1d,
     has_fit_parameter,
@@ -33,13 +40,81 @@ __all__ = ["CalibratedClassifier"]
 LOG_ODDS_EPS = 1e-15
 
 
+def _final_and_inputs(estimator, X):
+    """The final classifier of ``estimator`` (FrozenEstimator and Pipeline unwrapped)
+    and, when ``X`` is given, the data that classifier sees."""
+    if isinstance(estimator, FrozenEstimator):
+        estimator = estimator.estimator
+    if isinstance(estimator, Pipeline):
+        if X is not None and len(estimator.steps) > 1:
+            X = estimator[:-1].transform(X)
+        estimator = estimator.steps[-1][1]
+    return estimator, X
+
+
+def log_odds_source(estimator, method: str, log_odds: bool):
+    """Where log-odds come from: ``"log_proba"`` for models whose unnormalised
+    log-probabilities are computed exactly (GaussianNB's joint log-likelihood,
+    the logits of MLPClassifier and LogisticRegression), ``"proba"`` for the
+    log-odds of clipped probabilities, None when no log-odds are taken.
+
+    Log-odds of probabilities saturate: a probability within 1e-12 of 1 keeps
+    4 significant digits of ``1 - p``, so the last bit of ``p`` moves the
+    log-odds by 1e-4 (issue 9). The logits do not saturate.
+    """
+    if method != "predict_proba" or not log_odds:
+        return None
+    final, _ = _final_and_inputs(estimator, None)
+    if isinstance(final, GaussianNB | MLPClassifier | LogisticRegression):
+        return "log_proba"
+    return "proba"
+
+
+def _logits(final, X) -> np.ndarray:
+    """Unnormalised log-probabilities ``U`` (``softmax(U)`` is ``predict_proba``);
+    for binary LogisticRegression and MLPClassifier the (n,) log-odds itself."""
+    if isinstance(final, GaussianNB):
+        return final.predict_joint_log_proba(X)
+    if isinstance(final, LogisticRegression):
+        return final.decision_function(X)
+    # MLPClassifier._forward_pass_fast without the output activation
+    activation = check_array(X, accept_sparse=["csr", "csc"])
+    hidden = ACTIVATIONS[final.activation]
+    for i in range(final.n_layers_ - 1):
+        activation = safe_sparse_dot(activation, final.coefs_[i])
+        activation += final.intercepts_[i]
+        if i != final.n_layers_ - 2:
+            hidden(activation)
+    return activation[:, 0] if activation.shape[1] == 1 else activation
+
+
+def log_odds_from_log_proba(U) -> np.ndarray:
+    """Each class's log-odds against the rest from log-probabilities ``U`` (n, K)
+    in float64: ``U_k - logsumexp_{j != k} U_j``; two classes: ``U_1 - U_0``; a
+    1-D ``U`` is the log-odds already. ``converters/exact.py`` emits the same."""
+    U = np.asarray(U, dtype=np.float64)
+    if U.ndim == 1:
+        return U
+    if U.shape[1] == 2:
+        return U[:, 1] - U[:, 0]
+    others = U[:, None, :] + np.where(np.eye(U.shape[1], dtype=bool), -np.inf, 0.0)
+    top = others.max(axis=2)
+    return U - (top + np.log(np.exp(others - top[:, :, None]).sum(axis=2)))
+
+
 def response_scores(estimator, X, method: str, log_odds: bool, classes: np.ndarray):
     """Scores the calibrators see: ``(n,)`` for two classes, ``(n, K)`` otherwise.
 
     Multiclass columns are the estimator's, which must know exactly the
     classes of ``y``.
     """
-    raw = as_scores(getattr(estimator, method)(X), method, log_odds, classes)
+    if log_odds_source(estimator, method, log_odds) == "log_proba":
+        final, Xt = _final_and_inputs(estimator, X)
+        raw = log_odds_from_log_proba(_logits(final, Xt))
+        if classes.shape[0] != 2 and raw.ndim == 1:
+            raw = raw[:, None]  # caught as a shape mismatch below
+    else:
+        raw = as_scores(getattr(estimator, method)(X), method, log_odds, classes)
     if classes.shape[0] == 2:
         return raw
     if not np.array_equal(np.asarray(estimator.classes_), classes) or raw.ndim != 2:
@@ -135,6 +210,8 @@ class CalibratedPair:
         self.classes = classes
         self.response_method = response_method
         self.log_odds = log_odds
+        #: "log_proba", "proba" or None: see ``log_odds_source``
+        self.log_odds_from = log_odds_source(estimator, response_method, log_odds)
 
     def predict_proba(self, X):
         """One-vs-rest calibrated probabilities, rows renormalised to sum to 1."""
@@ -208,6 +285,22 @@ def _fit_pair(
     )
 
 
+def _out_of_fold_scores(estimator, X, y, cv, fit_kw, method, log_odds, classes):
+    """``response_scores`` of a clone fitted on the other folds, for every row."""
+    n = _num_samples(X)
+    scores = None
+    for train, test in cv.split(X, y):
+        kw = dict(fit_kw)
+        if kw.get("sample_weight") is not None:
+            kw["sample_weight"] = np.asarray(kw["sample_weight"])[train]
+        est = clone(estimator).fit(_safe_indexing(X, train), _safe_indexing(y, train), **kw)
+        fold = response_scores(est, _safe_indexing(X, test), method, log_odds, classes)
+        if scores is None:
+            scores = np.empty((n, *fold.shape[1:]))
+        scores[test] = fold
+    return scores
+
+
 class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Probability calibration of any classifier with a bernonnx calibrator.
 
@@ -238,8 +331,11 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Score source; "auto" prefers ``decision_function``.
     log_odds : bool, default=False
-        With ``predict_proba`` scores, calibrate ``log(p / (1 - p))``
-        (probabilities clipped to ``[1e-15, 1 - 1e-15]``) instead of ``p``.
+        With ``predict_proba`` scores, calibrate each class's log-odds instead
+        of ``p``. GaussianNB, MLPClassifier and LogisticRegression give them
+        from their log-probabilities (joint log-likelihood, logits), which do
+        not saturate; other models from probabilities clipped to
+        ``[1e-15, 1 - 1e-15]``. ``CalibratedPair.log_odds_from`` records which.
 
     Attributes
     ----------
@@ -363,16 +459,22 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                     for train, test in cv.split(X, y)
                 )
             else:
-                raw = cross_val_predict(
-                    clone(estimator),
-                    X,
-                    y,
-                    cv=cv,
-                    method=method,
-                    n_jobs=self.n_jobs,
-                    params=fit_kw,
-                )
-                scores = as_scores(raw, method, self.log_odds, self.classes_)
+                if log_odds_source(estimator, method, self.log_odds) == "log_proba":
+                    # cross_val_predict cannot ask for logits: the same folds by hand
+                    scores = _out_of_fold_scores(
+                        estimator, X, y, cv, fit_kw, method, self.log_odds, self.classes_
+                    )
+                else:
+                    raw = cross_val_predict(
+                        clone(estimator),
+                        X,
+                        y,
+                        cv=cv,
+                        method=method,
+                        n_jobs=self.n_jobs,
+                        params=fit_kw,
+                    )
+                    scores = as_scores(raw, method, self.log_odds, self.classes_)
                 final = clone(estimator).fit(X, y, **fit_kw)
                 self.calibrated_classifiers_ = [
                     _fit_calibrators(
