@@ -21,7 +21,8 @@ import numpy as np
 import onnx
 import skl2onnx
 import sklearn
-from skl2onnx import to_onnx as _skl2onnx_to_onnx
+from skl2onnx import convert_sklearn
+from skl2onnx.algebra.type_helper import guess_initial_types
 from sklearn.pipeline import Pipeline
 
 from . import __version__
@@ -125,11 +126,28 @@ def _describe(model) -> dict[str, str]:
     return meta
 
 
+#: Largest change of probability that rounding the inputs to float32 may cause
+#: before ``to_onnx`` refuses a float32 graph (or, by default, picks float64).
+FLOAT32_INPUT_TOLERANCE = 1e-3
+
+
+def float32_input_loss(model, X_sample) -> float:
+    """Max change of ``model.predict_proba`` on ``X_sample`` when its numeric
+    values are rounded to float32 (both evaluated in float64)."""
+    X64 = _as_dtype(X_sample, np.float64)
+    X32 = _as_dtype(_as_dtype(X_sample, np.float32), np.float64)
+    try:
+        p64, p32 = model.predict_proba(X64), model.predict_proba(X32)
+    except ValueError:  # X_sample the model refuses (NaN...): nothing to measure
+        return 0.0
+    return float(np.max(np.abs(np.asarray(p64) - np.asarray(p32)), initial=0.0))
+
+
 def to_onnx(
     model,
     X_sample,
     *,
-    dtype=np.float32,
+    dtype=None,
     zipmap: bool = False,
     target_opset: dict | int | None = None,
     name: str = "bernonnx",
@@ -151,9 +169,19 @@ def to_onnx(
     X_sample : array-like or DataFrame
         A few rows of input; fixes input names and types (a DataFrame gives
         one input per column, as skl2onnx does).
-    dtype : {np.float32, np.float64}, default=np.float32
-        Float type of the graph's numeric inputs and of the probabilities. The
-        calibrators always compute in float64 inside the graph.
+    dtype : {None, np.float32, np.float64}, default=None
+        Float type of the graph's numeric inputs and of the probabilities.
+        Inside the graph every stage computes in the precision scikit-learn
+        uses for it (the calibrators always in float64). None chooses float32
+        unless float32 inputs cannot carry ``X_sample`` (see below), then
+        float64.
+
+        Precision guard: rounding ``X_sample`` to float32 must not move the
+        model's probabilities by more than ``FLOAT32_INPUT_TOLERANCE`` (1e-3).
+        Scores near 1e8 with unit spread, say, are flattened by float32 (its
+        spacing there is 8). An explicit ``np.float32`` then raises a
+        ``ValueError`` instead of writing a graph that flattens the scores;
+        pass representative rows as ``X_sample``.
     zipmap : bool, default=False
         Add skl2onnx's ZipMap (a list of dicts). Serving runtimes (Triton,
         onnxruntime-node/web) reject it; keep False for serving.
@@ -194,9 +222,20 @@ def to_onnx(
     (True, True)
     """
     from bernonnx.converters import register_converters
+    from bernonnx.converters.calibration import SAMPLE
+    from bernonnx.converters.exact import EXACT_PARSERS, EXACT_TRANSFORMERS
 
-    if np.dtype(dtype) not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
+    if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
+    loss = float32_input_loss(model, X_sample)
+    if dtype is None:
+        dtype = np.float64 if loss > FLOAT32_INPUT_TOLERANCE else np.float32
+    elif np.dtype(dtype) == np.float32 and loss > FLOAT32_INPUT_TOLERANCE:
+        raise ValueError(
+            f"dtype=np.float32 cannot carry these inputs: rounding X_sample to float32 moves "
+            f"the model's probabilities by up to {loss:.3g} (> {FLOAT32_INPUT_TOLERANCE:g}), "
+            "so a float32 graph would flatten the scores; use dtype=np.float64"
+        )
     register_converters()
     final = _final_estimator(model)
     width = getattr(model, "n_features_in_", None)
@@ -209,12 +248,22 @@ def to_onnx(
             )
     options = {id(final): {"zipmap": zipmap, "basis": basis}}
     sample = _as_dtype(X_sample, dtype)
-    onx = _skl2onnx_to_onnx(
-        model,
-        sample,
-        options=options,
-        target_opset=DEFAULT_OPSET if target_opset is None else target_opset,
-    )
+    # the sample at the calibrated model's level tells the converters which
+    # dtype numpy computes in there (float32 data meeting float64 one-hot columns)
+    at_final = model[:-1].transform(sample) if isinstance(model, Pipeline) else sample
+    token = SAMPLE.set(at_final)
+    try:
+        onx = convert_sklearn(
+            model,
+            initial_types=guess_initial_types(sample, None),
+            target_opset=DEFAULT_OPSET if target_opset is None else target_opset,
+            options=options,
+            custom_conversion_functions=EXACT_TRANSFORMERS,
+            custom_parsers=EXACT_PARSERS,
+            name=name,
+        )
+    finally:
+        SAMPLE.reset(token)
     onx.graph.name = name
     onx.producer_name = "bernonnx"
     onx.producer_version = __version__
