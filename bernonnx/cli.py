@@ -1156,7 +1156,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "csv", "json"), default="table", help="output format"
     )
     compare.add_argument("--output", metavar="FILE", help="write there instead of stdout")
-    compare.add_argument("--plot", metavar="FILE.png", help="reliability diagram of all methods")
+    compare.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="write a reliability diagram of all methods to this PNG file (the name must "
+        "end in .png; a folder is refused)",
+    )
     compare.add_argument(
         "--n-bins", type=_positive_int, default=10, metavar="N", help="bins of ECE/MCE/plot"
     )
@@ -1167,7 +1172,11 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Fit one calibrator on all rows of a CSV file and write its ONNX graph "
         "(input: the raw score(s), shape (N, n_scores); outputs 'label' and "
         "'probabilities'). Parity with Python is checked in onnxruntime on the file's "
-        "scores and printed. Optionally writes a Triton model repository and the ORT "
+        "scores as read (Python on them as they are, the graph on them cast to --dtype) "
+        "and printed; when a row's probability differs by more than 1e-6 (float32) or "
+        "1e-9 (float64), or a label differs, the command exits 3 and writes only the "
+        ".onnx file. Rows whose label is empty or NA are dropped and counted. "
+        "Optionally writes a Triton model repository and the ORT "
         "format for onnxruntime-mobile.",
         epilog=_methods_help() + "\n" + _EXIT_HELP,
         formatter_class=formatter,
