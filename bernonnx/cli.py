@@ -6,7 +6,11 @@ error, errors as one line starting ``bernonnx: error:``.
 
 Exit status: 0 success; 1 unexpected failure (``--traceback`` shows where); 2 bad usage
 or bad input (unknown option or method, unreadable file, missing column, non-binary
-labels, non-numeric or non-finite scores), as argparse does for usage errors.
+labels, non-numeric or non-finite scores, an output path that is an input), as argparse
+does for usage errors; 3 the ONNX graph does not reproduce Python (``export``, ``demo``).
+
+Everything is checked before anything is written, and every file is written whole
+(a temporary file in the same folder, then renamed).
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ import gzip
 import io
 import json
 import math
+import os
+import re
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -30,20 +37,26 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import __version__
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_PARITY", "EXIT_USAGE", "main"]
 
 EXIT_OK = 0
 #: an unexpected failure: a bug, or a library error the command line did not foresee
 EXIT_FAILURE = 1
 #: bad usage or bad input, the exit status argparse uses for usage errors
 EXIT_USAGE = 2
+#: the ONNX graph's outputs differ from Python's beyond the parity tolerance
+EXIT_PARITY = 3
 
 _EXIT_HELP = """\
 exit status:
   0  success
   1  unexpected failure (add --traceback before the command to see where)
   2  bad usage or bad input: unknown option or method, unreadable or missing file,
-     missing column, non-binary labels, non-numeric or non-finite scores
+     missing column, non-binary labels, non-numeric or non-finite scores, too few
+     rows to fit, an output path that is an input; nothing is written
+  3  the ONNX graph does not reproduce Python within the parity tolerance (export,
+     demo): the report is printed, the .onnx file is written for inspection, the
+     Triton repository and ORT files are not
 """
 
 _METRICS = ("ece", "mce", "brier", "log_loss", "auc", "fit_seconds")
@@ -256,14 +269,33 @@ def _choices(values: Sequence[str], limit: int = 8) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
+#: label cells that mean "no label": the rows are dropped, and counted
+_MISSING_LABELS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
+#: a decimal number as a person writes it; ``float()`` also takes ``1_000`` and
+#: non-ASCII digits, which a score column should not hold
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_NON_FINITE = frozenset({"nan", "inf", "infinity"})
+
+
+def _parse_number(text: str) -> float | None:
+    """``text`` as a float: plain decimal notation, nan or inf; None otherwise."""
+    if _NUMBER.fullmatch(text) or text.lower().lstrip("+-") in _NON_FINITE:
+        return float(text)
+    return None
+
+
 def _read_columns(path: Path, label: str, scores: Sequence[str], delimiter: str):
-    """Labels (as text) and the score matrix from a CSV file with a header row.
+    """Labels (as text), the score matrix and the number of rows without a label.
+
+    Rows whose label is missing (empty, NA, N/A, NaN, null, None, ?) are dropped:
+    counting them as either class would be a guess.
 
     Raises
     ------
     InputError
-        Unreadable file, a missing or duplicated column, a short row, an empty label,
-        a non-numeric or non-finite score (naming the column and the first bad row).
+        Unreadable file, a missing or duplicated column, a short row, a non-numeric
+        (``1_000`` included) or non-finite score, naming the column and the first bad
+        row.
     """
     if len(set(scores)) != len(scores):
         raise InputError(f"--score names a column twice: {list(scores)}")
@@ -292,6 +324,8 @@ def _read_columns(path: Path, label: str, scores: Sequence[str], delimiter: str)
             last = max(index)
             labels: list[str] = []
             rows: list[list[str]] = []
+            n_missing = 0
+            lines: list[int] = []
             for row in reader:
                 if not row or all(not cell.strip() for cell in row):
                     continue
@@ -301,43 +335,41 @@ def _read_columns(path: Path, label: str, scores: Sequence[str], delimiter: str)
                         f"{len(row)} fields, the header has {len(header)}"
                     )
                 cell = row[index[0]].strip()
-                if not cell:
-                    raise InputError(
-                        f"label column {label!r} is empty at row {len(labels) + 1} "
-                        f"(line {reader.line_num})"
-                    )
+                if cell.lower() in _MISSING_LABELS:
+                    n_missing += 1
+                    continue
                 labels.append(cell)
                 rows.append([row[i] for i in index[1:]])
+                lines.append(reader.line_num)
     except (OSError, UnicodeDecodeError, csv.Error, EOFError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"cannot read {path}: {reason}") from exc
     if not labels:
+        if n_missing:
+            raise InputError(f"every one of the {n_missing} rows of {path} lacks a label")
         raise InputError(f"{path} has a header but no data rows")
     matrix = np.empty((len(rows), len(scores)), dtype=np.float64)
     for j, column in enumerate(scores):
         for i, row in enumerate(rows):
             text = row[j].strip()
-            try:
-                value = float(text)
-            except ValueError:
+            value = _parse_number(text)
+            if value is None:
                 raise InputError(
-                    f"score column {column!r} is not numeric: row {i + 1} holds {text!r}"
-                ) from None
+                    f"score column {column!r} is not numeric: row {i + 1} "
+                    f"(line {lines[i]}) holds {text!r}"
+                )
             if not math.isfinite(value):
                 raise InputError(
-                    f"score column {column!r} holds {text!r} at row {i + 1}: scores must be "
-                    "finite numbers (no NaN or inf)"
+                    f"score column {column!r} holds {text!r} at row {i + 1} (line "
+                    f"{lines[i]}): scores must be finite numbers (no NaN or inf)"
                 )
             matrix[i, j] = value
-    return labels, matrix
+    return labels, matrix, n_missing
 
 
 def _as_number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+    value = _parse_number(text)
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _binary_target(labels: list[str], column: str, pos_label: str | None):
@@ -397,12 +429,19 @@ class _Data:
     y: np.ndarray
     S: np.ndarray
     positive: str
+    n_missing_label: int = 0
 
 
-def _load(args) -> _Data:
-    labels, S = _read_columns(Path(args.csv), args.label, args.score, args.delimiter)
+def _load(args, progress: _Progress) -> _Data:
+    labels, S, n_missing = _read_columns(Path(args.csv), args.label, args.score, args.delimiter)
+    if n_missing:
+        progress.note(
+            f"dropped {n_missing} row{'' if n_missing == 1 else 's'} with a missing label "
+            f"(empty, NA, NaN, null, ...) in column {args.label!r}; {len(labels)} rows remain",
+            always=True,
+        )
     y, positive = _binary_target(labels, args.label, args.pos_label)
-    return _Data(Path(args.csv), args.label, list(args.score), y, S, positive)
+    return _Data(Path(args.csv), args.label, list(args.score), y, S, positive, n_missing)
 
 
 # --------------------------------------------------------------------------- fitting
@@ -442,6 +481,19 @@ def _fit_scores(method: _Method, S: np.ndarray, y: np.ndarray):
         return lambda X: calibrator.predict_proba(X)[:, 1]
     calibrator.fit(S.mean(axis=1, keepdims=True), y)
     return lambda X: calibrator.predict_proba(X.mean(axis=1, keepdims=True))[:, 1]
+
+
+def _fit(method: _Method, S: np.ndarray, y: np.ndarray):
+    """:func:`_fit_scores`, a ``ValueError`` of the fit (too few rows for its folds or
+    bins, say) reported as bad input."""
+    try:
+        return _fit_scores(method, S, y)
+    except ValueError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"method {method.name!r} cannot be fitted on {len(y)} rows "
+            f"({int(np.sum(y))} positive): {reason}"
+        ) from exc
 
 
 def _input_name(method: _Method, scores: list[str]) -> str:
@@ -516,7 +568,7 @@ def _evaluate(methods, data: _Data, args, progress: _Progress):
         with progress.step(f"{method.name}: fitting on {len(folds)} split(s)"):
             for train, test in folds:
                 start = time.perf_counter()
-                predict = _fit_scores(method, data.S[train], data.y[train])
+                predict = _fit(method, data.S[train], data.y[train])
                 seconds += time.perf_counter() - start
                 out[test] = predict(data.S[test])
         proba = out[eval_index]
@@ -575,16 +627,88 @@ def _json_safe(value):
     return value
 
 
-def _write(path: Path, data: bytes | str) -> None:
-    """Write a file, its folder created; an unwritable place is bad input (exit 2)."""
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: same resolved path (symlinks followed),
+    or an existing hard link."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_outputs(inputs: Sequence[Path], outputs: Sequence[tuple[str, Path]]) -> None:
+    """Refuse, before anything is written, an output that would destroy an input or
+    cannot be a file: an input file, a folder, two outputs on one path, a path whose
+    nearest existing ancestor is not a folder.
+
+    ``outputs`` pairs what the user gave (``"--onnx x.onnx"``) with the file written.
+    """
+    seen: list[tuple[str, Path]] = []
+    for given, path in outputs:
+        for source in inputs:
+            if _same_file(path, source):
+                raise InputError(f"{given} would overwrite the input file {source}")
+        for other, earlier in seen:
+            if _same_file(path, earlier):
+                raise InputError(f"{given} and {other} would write the same file {path}")
+        if path.is_dir():
+            raise InputError(f"{given}: {path} is a folder; expected a file path")
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise InputError(f"{given}: {ancestor} is a file, so {path} cannot be created")
+        seen.append((given, path))
+
+
+@contextlib.contextmanager
+def _atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path``, renamed onto it when the block succeeds.
+
+    A reader (a polling server, a user) sees the old file or the whole new one,
+    never half of it; the new file has the umask's usual mode. An unwritable place
+    is bad input (exit 2).
+    """
+    from .deploy import _new_file_mode
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, str):
-            path.write_text(data, encoding="utf-8")
-        else:
-            path.write_bytes(data)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+        os.close(fd)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, _new_file_mode())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write(path: Path, data: bytes | str) -> None:
+    """Write a file whole (see :func:`_atomic_path`), its folder created."""
+    with _atomic_path(path) as tmp:
+        if isinstance(data, str):
+            tmp.write_text(data, encoding="utf-8")
+        else:
+            tmp.write_bytes(data)
+
+
+def _plot_path(text: str, flag: str = "--plot") -> Path:
+    """``--plot`` takes the path of a PNG file to write: it must end in .png."""
+    path = Path(text)
+    if path.is_dir():
+        raise InputError(f"{flag} {text} is a folder; give a file name ending in .png")
+    if path.suffix.lower() != ".png":
+        raise InputError(
+            f"{flag} takes the PNG file to write, a name ending in .png; got {text!r}"
+        )
+    return path
 
 
 def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str, progress):
@@ -608,11 +732,8 @@ def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str,
             y, predictions, n_bins=n_bins, ax=figure.add_subplot(), title=title
         )
         figure = getattr(drawn, "figure", None) or drawn
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            figure.savefig(path, dpi=120, bbox_inches="tight")
-        except OSError as exc:
-            raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        with _atomic_path(path) as tmp:
+            figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     return path
 
 
@@ -622,14 +743,20 @@ def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str,
 def _cmd_compare(args, progress: _Progress) -> int:
     for name in args.method or ():
         _method(name)  # an unknown method fails before the file is read
+    plot = _plot_path(args.plot) if args.plot else None
+    outputs = [(f"--output {args.output}", Path(args.output))] if args.output else []
+    if plot is not None:
+        outputs.append((f"--plot {args.plot}", plot))
+    _check_outputs([Path(args.csv)], outputs)
     with progress.step(f"reading {args.csv}"):
-        data = _load(args)
+        data = _load(args, progress)
     methods = _select_methods(args.method, data, progress)
     rows, evaluation, y_eval, predictions = _evaluate(methods, data, args, progress)
     if args.format == "json":
         document = {
             "file": str(data.path),
             "n_rows": int(data.y.shape[0]),
+            "n_missing_label": data.n_missing_label,
             "label": data.label,
             "positive_label": data.positive,
             "positive_rate": float(data.y.mean()),
@@ -657,11 +784,29 @@ def _cmd_compare(args, progress: _Progress) -> int:
         progress.note(f"wrote {args.output}")
     else:
         sys.stdout.write(text)
-    if args.plot:
-        _save_reliability(
-            Path(args.plot), y_eval, predictions, args.n_bins, data.path.name, progress
-        )
+    if plot is not None:
+        _save_reliability(plot, y_eval, predictions, args.n_bins, data.path.name, progress)
     return EXIT_OK
+
+
+def _triton_files(repository: Path, name: str) -> list[Path]:
+    return [repository / name / "config.pbtxt", repository / name / "1" / "model.onnx"]
+
+
+def _triton_name(name: str, flag: str) -> str:
+    from .deploy import _check_model_name
+
+    try:
+        _check_model_name(name)
+    except ValueError as exc:
+        raise InputError(f"{flag}: {exc}") from None
+    return name
+
+
+def _print_parity(parity: dict) -> None:
+    from .export import format_parity
+
+    print(format_parity(parity))
 
 
 def _cmd_export(args, progress: _Progress) -> int:
@@ -678,8 +823,20 @@ def _cmd_export(args, progress: _Progress) -> int:
         )
     if args.name and not args.triton:
         raise InputError("--name is the Triton model name: it needs --triton DIR")
+    out = Path(args.onnx)
+    outputs = [(f"--onnx {args.onnx}", out)]
+    name = None
+    if args.triton:
+        if args.name:
+            name = _triton_name(args.name, "--name")
+        else:
+            name = _triton_name(out.stem, f"the Triton model name (from --onnx {args.onnx})")
+        triton = [(f"--triton {args.triton}", p) for p in _triton_files(Path(args.triton), name)]
+        outputs += triton
+    _check_outputs([Path(args.csv)], outputs)
+
     with progress.step(f"reading {args.csv}"):
-        data = _load(args)
+        data = _load(args, progress)
     if method.kind == "1d" and data.S.shape[1] > 1:
         raise InputError(
             f"method {method.name!r} calibrates one score column but {len(data.scores)} were "
@@ -690,7 +847,14 @@ def _cmd_export(args, progress: _Progress) -> int:
     dtype = np.float32 if args.dtype == "float32" else np.float64
     calibrator = method.make()
     with progress.step(f"fitting {type(calibrator).__name__} on {data.y.shape[0]} rows"):
-        calibrator.fit(data.S, data.y)
+        try:
+            calibrator.fit(data.S, data.y)
+        except ValueError as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise InputError(
+                f"method {method.name!r} cannot be fitted on {data.y.shape[0]} rows "
+                f"({int(data.y.sum())} positive): {reason}"
+            ) from exc
     try:
         with progress.step("converting to ONNX"):
             onx = to_onnx(calibrator, data.S[:1], dtype=dtype)
@@ -700,29 +864,46 @@ def _cmd_export(args, progress: _Progress) -> int:
             f"this version of bernonnx; exportable: "
             f"{', '.join(m.name for m in _METHOD_LIST if m.kind == '1d')}"
         ) from None
-    out = Path(args.onnx)
-    _write(out, onx.SerializeToString())
     with progress.step("checking parity in onnxruntime"):
+        # the scores as read (float64): a float32 graph is charged with its rounding
         parity = check_parity(calibrator, onx, data.S, dtype=dtype)
-    graph_input = onx.graph.input[0].name
-    print(
-        f"wrote {out}: {type(calibrator).__name__} on {', '.join(data.scores)} "
-        f"(input {graph_input!r}, shape (N, {data.S.shape[1]}), {args.dtype}; outputs "
-        f"'label', 'probabilities'; positive label {data.positive!r} is class 1)"
-    )
-    print(
-        f"ONNX parity ({args.dtype}): max |p_onnx - p_python| = {parity['max_abs_error']:.1e} "
-        f"over {parity['n_rows']} rows, "
-        + ("labels identical" if parity["labels_equal"] else "labels DIFFER")
-    )
-    if args.triton:
-        name = args.name or out.stem
-        folder = write_triton_repository(onx, args.triton, name)
-        print(f"wrote the Triton model repository {folder} (config.pbtxt, 1/model.onnx)")
-    if args.ort:
-        with progress.step("converting to the ORT format"):
-            paths = to_ort_format(out, out.parent)
-        print(f"wrote {paths['ort']} and {paths['config']}")
+
+    with tempfile.TemporaryDirectory(prefix="bernonnx-") as staging:
+        ort_files = []
+        if args.ort and parity["passed"]:
+            staged = Path(staging) / (out.stem + ".onnx")
+            staged.write_bytes(onx.SerializeToString())
+            with progress.step("converting to the ORT format"):
+                paths = to_ort_format(staged, Path(staging) / "ort")
+            ort_files = [(paths[key], out.parent / paths[key].name) for key in ("ort", "config")]
+            _check_outputs(
+                [Path(args.csv)], [*outputs, *((f"--ort {dest}", dest) for _, dest in ort_files)]
+            )
+        _write(out, onx.SerializeToString())
+        graph_input = onx.graph.input[0].name
+        print(
+            f"wrote {out}: {type(calibrator).__name__} on {', '.join(data.scores)} "
+            f"(input {graph_input!r}, shape (N, {data.S.shape[1]}), {args.dtype}; outputs "
+            f"'label', 'probabilities'; positive label {data.positive!r} is class 1)"
+        )
+        _print_parity(parity)
+        if not parity["passed"]:
+            skipped = [
+                flag for flag, given in (("--triton", args.triton), ("--ort", args.ort)) if given
+            ]
+            progress.note(
+                "the graph does not reproduce Python within the tolerance"
+                + (f"; not written: {', '.join(skipped)}" if skipped else ""),
+                always=True,
+            )
+            return EXIT_PARITY
+        if args.triton:
+            folder = write_triton_repository(onx, args.triton, name)
+            print(f"wrote the Triton model repository {folder} (config.pbtxt, 1/model.onnx)")
+        for source, dest in ort_files:
+            _write(dest, source.read_bytes())
+        if ort_files:
+            print(f"wrote {ort_files[0][1]} and {ort_files[1][1]}")
     return EXIT_OK
 
 
@@ -753,8 +934,20 @@ def _cmd_demo(args, progress: _Progress) -> int:
     from .export import check_parity, to_onnx
 
     out = Path(args.out)
+    outputs = [(f"--out {args.out}", out / "model.onnx")]
+    outputs += [
+        (f"--out {args.out}", path) for path in _triton_files(out / "triton", "credit_default")
+    ]
+    if not args.no_plots:
+        for filename in ("reliability_bernonnx.png", "reliability_vs_sklearn.png"):
+            outputs.append((f"--out {args.out}", out / filename))
+    _check_outputs([], outputs)
     with progress.step("loading the UCI credit-card default data (bundled)"):
         X, y, _ = load_credit_default()
+        # The graph is float32, so a server hands it float32 features. Python sees the
+        # same numbers (cast once, before fitting), and the parity check compares the
+        # two on what the graph actually receives.
+        X = X.astype(np.float32)
         X_train, y_train, X_cal, y_cal, X_test, y_test = _demo_split(X, y, args.seed, args.quick)
     base = HistGradientBoostingClassifier(
         max_iter=30 if args.quick else 100, random_state=args.seed
@@ -818,11 +1011,14 @@ def _cmd_demo(args, progress: _Progress) -> int:
         parity = check_parity(model, onx, X_test)
     path = out / "model.onnx"
     _write(path, onx.SerializeToString())
-    print(
-        f"ONNX parity (float32): max |p_onnx - p_python| = {parity['max_abs_error']:.1e} over "
-        f"{parity['n_rows']} rows, "
-        + ("labels identical" if parity["labels_equal"] else "labels DIFFER")
-    )
+    _print_parity(parity)
+    if not parity["passed"]:
+        progress.note(
+            f"wrote {path}, but the graph does not reproduce Python within the tolerance; "
+            "no Triton repository written",
+            always=True,
+        )
+        return EXIT_PARITY
     folder = write_triton_repository(onx, out / "triton", "credit_default")
     print(f"wrote {path} and the Triton model repository {folder}")
     return EXIT_OK
@@ -960,7 +1156,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "csv", "json"), default="table", help="output format"
     )
     compare.add_argument("--output", metavar="FILE", help="write there instead of stdout")
-    compare.add_argument("--plot", metavar="FILE.png", help="reliability diagram of all methods")
+    compare.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="write a reliability diagram of all methods to this PNG file (the name must "
+        "end in .png; a folder is refused)",
+    )
     compare.add_argument(
         "--n-bins", type=_positive_int, default=10, metavar="N", help="bins of ECE/MCE/plot"
     )
@@ -971,7 +1172,11 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Fit one calibrator on all rows of a CSV file and write its ONNX graph "
         "(input: the raw score(s), shape (N, n_scores); outputs 'label' and "
         "'probabilities'). Parity with Python is checked in onnxruntime on the file's "
-        "scores and printed. Optionally writes a Triton model repository and the ORT "
+        "scores as read (Python on them as they are, the graph on them cast to --dtype) "
+        "and printed; when a row's probability differs by more than 1e-6 (float32) or "
+        "1e-9 (float64), or a label differs, the command exits 3 and writes only the "
+        ".onnx file. Rows whose label is empty or NA are dropped and counted. "
+        "Optionally writes a Triton model repository and the ORT "
         "format for onnxruntime-mobile.",
         epilog=_methods_help() + "\n" + _EXIT_HELP,
         formatter_class=formatter,

@@ -1,39 +1,53 @@
-"""The ``bernonnx`` console script, run in a subprocess as a user runs it."""
+"""The ``bernonnx`` command line, run in process through ``bernonnx.cli.main``.
+
+One test runs the installed console script in a subprocess; the others call
+:func:`bernonnx.cli.main` with the arguments a user types, which is the same code
+without an interpreter start per case.
+"""
 
 import csv
 import json
 import math
+import os
 import re
-import shutil
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 from sklearn.model_selection import train_test_split
+from threadpoolctl import threadpool_limits
 
 from bernonnx import BernsteinCalibrator, IsotonicCalibrator, PlattCalibrator
-from bernonnx.cli import EXIT_FAILURE, EXIT_USAGE, main
+from bernonnx.cli import EXIT_FAILURE, EXIT_OK, EXIT_PARITY, EXIT_USAGE, main
 from bernonnx.metrics import calibration_report
 
-SCRIPT = shutil.which("bernonnx")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "bernonnx"]
+# the console script of this interpreter's environment, not whichever is first on PATH
+SCRIPT = Path(sys.executable).with_name("bernonnx")
+COMMAND = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "bernonnx"]
 N_ROWS = 1500
 
 
-def run(*args, cwd=None, env=None, expect=0):
-    """Run ``bernonnx *args``; returns (stdout, stderr) after checking the exit status."""
-    done = subprocess.run(
-        [*COMMAND, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        env=env,
-    )
-    assert done.returncode == expect, (done.returncode, done.stderr[-3000:])
-    return done.stdout, done.stderr
+@pytest.fixture(autouse=True)
+def one_thread():
+    with threadpool_limits(limits=1):
+        yield
+
+
+@pytest.fixture
+def run(capsys):
+    """``run(*args, expect=0)``: ``bernonnx *args`` in this process; returns (stdout, stderr)."""
+
+    def run(*args, expect=EXIT_OK):
+        status = main([str(arg) for arg in args])
+        out, err = capsys.readouterr()
+        assert status == expect, (status, err[-3000:])
+        return out, err
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -71,24 +85,30 @@ def finite_metrics(row):
         (("export",), ["--onnx", "--triton", "--ort", "--dtype", "exit status"]),
     ],
 )
-def test_help(command, expected):
+def test_help(run, command, expected):
     out, _ = run(*command, "--help")
     for text in expected:
         assert text in out
     assert "2  bad usage or bad input" in out
+    assert "3  the ONNX graph does not reproduce Python" in out
 
 
-def test_python_dash_m_is_the_same_program():
+def test_console_script_smoke(scores_csv, tmp_path):
+    # the one subprocess: the installed entry point and its exit status
+    path, _, _ = scores_csv
+    args = ["export", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
+    args += ["--method", "platt", "--onnx", tmp_path / "p.onnx"]
     done = subprocess.run(
-        [sys.executable, "-m", "bernonnx", "export", "--help"], capture_output=True, text=True
+        [*COMMAND, "-q", *map(str, args)], capture_output=True, text=True, timeout=600
     )
-    assert done.returncode == 0 and done.stdout.startswith("usage: bernonnx export")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "passed" in done.stdout and (tmp_path / "p.onnx").stat().st_size > 100
 
 
 # --------------------------------------------------------------------------- demo
 
 
-def test_demo_quick_writes_plots_onnx_and_triton(tmp_path):
+def test_demo_quick_writes_plots_onnx_and_triton(run, tmp_path):
     out, err = run("demo", "--quick", "--out", tmp_path / "demo")
     folder = tmp_path / "demo"
     for name in ("reliability_bernonnx.png", "reliability_vs_sklearn.png"):
@@ -100,9 +120,11 @@ def test_demo_quick_writes_plots_onnx_and_triton(tmp_path):
     # every calibrator and both scikit-learn competitors are in the table
     for name in ("uncalibrated", "bernstein", "platt-histogram", "sklearn-isotonic"):
         assert re.search(rf"^\| {name} ", out, re.M), name
+    # features cast to float32 at load: Python and the graph see the same numbers,
+    # and the honest check (Python on the test rows as given) passes at 1e-6
     error = float(re.search(r"max \|p_onnx - p_python\| = (\S+) over", out).group(1))
-    assert error <= 1e-5
-    assert "labels identical" in out
+    assert error <= 1e-6
+    assert "tolerance 1.0e-06): passed" in out and "labels identical" in out
     assert "best bernonnx calibrator by test log loss" in out
     assert "training HistGradientBoostingClassifier" in err  # progress on stderr
 
@@ -121,7 +143,7 @@ def compare_args(path, *extra, methods=METHODS):
     return args
 
 
-def test_compare_formats_agree(scores_csv):
+def test_compare_formats_agree(run, scores_csv):
     path, _, _ = scores_csv
     table, _ = run(*compare_args(path))
     as_csv, _ = run(*compare_args(path, "--format", "csv"))
@@ -145,7 +167,7 @@ def test_compare_formats_agree(scores_csv):
             assert f"{from_json[key]:.5f}" in table
 
 
-def test_compare_holdout_metrics_are_the_held_out_rows(scores_csv, tmp_path):
+def test_compare_holdout_metrics_are_the_held_out_rows(run, scores_csv, tmp_path):
     # recompute one method by hand: stratified 70/30 split with the seed, fit on 70%
     path, y, S = scores_csv
     out_file = tmp_path / "r.json"
@@ -159,7 +181,7 @@ def test_compare_holdout_metrics_are_the_held_out_rows(scores_csv, tmp_path):
         assert row[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12)
 
 
-def test_compare_cross_validation_defaults_and_plot(scores_csv, tmp_path):
+def test_compare_cross_validation_defaults_and_plot(run, scores_csv, tmp_path):
     path, _, _ = scores_csv
     out_file, plot = tmp_path / "cv.json", tmp_path / "cv.png"
     args = ["compare", path, "--label", "outcome", "--score", "s2", "--pos-label", "yes"]
@@ -184,12 +206,9 @@ def test_compare_cross_validation_defaults_and_plot(scores_csv, tmp_path):
     assert plot.stat().st_size > 10_000
 
 
-def test_compare_without_matplotlib_notes_and_continues(scores_csv, tmp_path, monkeypatch):
+def test_compare_without_matplotlib_notes_and_continues(run, scores_csv, tmp_path, monkeypatch):
     path, _, _ = scores_csv
-    blocker = tmp_path / "block"
-    (blocker / "matplotlib").mkdir(parents=True)
-    (blocker / "matplotlib" / "__init__.py").write_text("raise ImportError('blocked')\n")
-    monkeypatch.setenv("PYTHONPATH", str(blocker))
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails
     args = ["-q", "compare", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
     out, err = run(*args, "--method", "platt", "--plot", tmp_path / "p.png")
     assert "| platt " in out
@@ -207,7 +226,9 @@ def test_compare_without_matplotlib_notes_and_continues(scores_csv, tmp_path, mo
         ("isotonic", IsotonicCalibrator(), "float64"),
     ],
 )
-def test_export_reproduces_the_python_calibrator(scores_csv, tmp_path, method, calibrator, dtype):
+def test_export_reproduces_the_python_calibrator(
+    run, scores_csv, tmp_path, method, calibrator, dtype
+):
     path, y, S = scores_csv
     onnx_path = tmp_path / "out" / "cal.onnx"
     args = ["-q", "export", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
@@ -224,7 +245,7 @@ def test_export_reproduces_the_python_calibrator(scores_csv, tmp_path, method, c
         "--name",
         "cal",
     )
-    assert "labels identical" in out
+    assert "labels identical" in out and "passed" in out
     assert float(re.search(r"= (\S+) over", out).group(1)) <= 1e-6
     assert (tmp_path / "triton" / "cal" / "config.pbtxt").exists()
 
@@ -261,7 +282,7 @@ def bad_files(tmp_path_factory):
         (["--score", "s1", "--method", "magic"], ["'magic'", "bernstein", "platt-histogram"]),
     ],
 )
-def test_usage_errors_on_good_file(scores_csv, args, expected):
+def test_usage_errors_on_good_file(run, scores_csv, args, expected):
     path, _, _ = scores_csv
     base = ["-q", "compare", path, "--label", "outcome", "--pos-label", "yes"]
     _, err = run(*base, *args, expect=EXIT_USAGE)
@@ -280,14 +301,14 @@ def test_usage_errors_on_good_file(scores_csv, args, expected):
         ("missing.csv", ["missing.csv", "No such file"]),
     ],
 )
-def test_bad_input_errors(bad_files, file, expected):
+def test_bad_input_errors(run, bad_files, file, expected):
     _, err = run("-q", "compare", bad_files / file, "--label", "y", "--score", "s", expect=2)
     assert err.startswith("bernonnx: error:") and len(err.strip().splitlines()) == 1
     for text in expected:
         assert text in err
 
 
-def test_export_refuses_a_method_without_onnx(scores_csv, tmp_path):
+def test_export_refuses_a_method_without_onnx(run, scores_csv, tmp_path):
     path, _, _ = scores_csv
     args = ["-q", "export", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
     onnx_path = tmp_path / "m.onnx"
@@ -314,3 +335,173 @@ def test_unexpected_failure_is_one_line_and_exit_1(monkeypatch, capsys, scores_c
     )
     assert main(["-q", "--traceback", *args, "--method", "platt"]) == EXIT_FAILURE
     assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- parity (exit 3)
+
+
+@pytest.fixture(scope="module")
+def huge_csv(tmp_path_factory):
+    """Scores near 1e8 that differ by O(1): a float32 graph holds them 8 apart."""
+    rng = np.random.default_rng(5)
+    s = 1e8 + rng.normal(size=800)
+    y = rng.random(800) < 1 / (1 + np.exp(-2 * (s - 1e8)))
+    path = tmp_path_factory.mktemp("huge") / "huge.csv"
+    path.write_text(
+        "y,s\n" + "".join(f"{int(t)},{v!r}\n" for t, v in zip(y, s.tolist(), strict=True))
+    )
+    return path
+
+
+def test_export_exits_3_when_the_float32_graph_cannot_reproduce_python(run, huge_csv, tmp_path):
+    args = ["-q", "export", huge_csv, "--label", "y", "--score", "s", "--method", "platt"]
+    onnx_path = tmp_path / "f32.onnx"
+    out, err = run(
+        *args, "--onnx", onnx_path, "--triton", tmp_path / "tri", "--ort", expect=EXIT_PARITY
+    )
+    assert "FAILED" in out and "first divergence: calibrator" in out
+    error = float(re.search(r"max \|p_onnx - p_python\| = (\S+) over", out).group(1))
+    assert error > 0.01
+    n_above = int(re.search(r"; (\d+) rows \(", out).group(1))
+    assert n_above > 0
+    # the graph is kept for inspection; nothing meant for serving is written
+    assert onnx_path.exists()
+    assert not (tmp_path / "tri").exists() and not list(tmp_path.glob("*.ort"))
+    assert "--triton, --ort" in err
+    # the same scores in a float64 graph pass
+    out, _ = run(*args, "--onnx", tmp_path / "f64.onnx", "--dtype", "float64")
+    assert "passed" in out
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def test_outputs_that_are_the_input_are_refused(run, scores_csv, tmp_path):
+    path, _, _ = scores_csv
+    before = path.read_bytes()
+    link = tmp_path / "link.csv"
+    link.symlink_to(path)
+    export = ["-q", "export", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
+    compare = ["-q", "compare", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
+    for args in (
+        [*export, "--method", "platt", "--onnx", path],
+        [*export, "--method", "platt", "--onnx", link],  # the input through a symlink
+        [*compare, "--method", "platt", "--output", path],
+        [*compare, "--method", "platt", "--output", link],
+        [
+            *compare,
+            "--method",
+            "platt",
+            "--output",
+            tmp_path / "a.png",
+            "--plot",
+            tmp_path / "a.png",
+        ],
+    ):
+        _, err = run(*args, expect=EXIT_USAGE)
+        assert err.startswith("bernonnx: error:") and len(err.strip().splitlines()) == 1
+        assert "overwrite the input" in err or "the same file" in err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv"]
+
+
+def test_files_are_written_whole_with_the_umask_mode(run, scores_csv, tmp_path):
+    from bernonnx.deploy import write_triton_repository
+    from bernonnx.export import to_onnx
+
+    path, y, S = scores_csv
+    old = os.umask(0o022)
+    try:
+        args = ["-q", "export", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
+        run(*args, "--method", "platt", "--onnx", tmp_path / "m.onnx", "--triton", tmp_path / "t")
+        cal = PlattCalibrator().fit(S[:, :1], y)
+        folder = write_triton_repository(to_onnx(cal, S[:1, :1]), tmp_path / "direct", "p")
+    finally:
+        os.umask(old)
+    written = [
+        tmp_path / "m.onnx",
+        tmp_path / "t" / "m" / "config.pbtxt",
+        tmp_path / "t" / "m" / "1" / "model.onnx",
+        folder / "config.pbtxt",
+        folder / "1" / "model.onnx",
+    ]
+    for file in written:
+        assert stat.S_IMODE(file.stat().st_mode) == 0o644, file  # not mkstemp's 0600
+    # no temporary file is left beside them
+    leftovers = [p for p in tmp_path.rglob("*") if p.name.startswith(".")]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("case", ["triton is a file", "name with a slash", "four rows"])
+def test_bad_input_exits_2_before_writing_anything(run, scores_csv, tmp_path, case):
+    path, _, _ = scores_csv
+    args = ["-q", "export", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
+    args += ["--method", "platt", "--onnx", tmp_path / "out" / "m.onnx"]
+    if case == "triton is a file":
+        (tmp_path / "tfile").write_text("")
+        args += ["--triton", tmp_path / "tfile"]
+        expected = "is a file"
+    elif case == "name with a slash":
+        args += ["--triton", tmp_path / "repo", "--name", "a/b"]
+        expected = "--name"
+    else:
+        small = tmp_path / "four.csv"
+        small.write_text("y,s\n1,0.2\n0,0.4\n1,0.9\n0,0.1\n")
+        args = ["-q", "compare", small, "--label", "y", "--score", "s"]
+        args += ["--output", tmp_path / "out" / "r.json", "--plot", tmp_path / "out" / "r.png"]
+        expected = "cannot be fitted on 2 rows"
+    _, err = run(*args, expect=EXIT_USAGE)
+    assert err.startswith("bernonnx: error:") and len(err.strip().splitlines()) == 1
+    assert expected in err and "unexpected" not in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "repo").exists()
+
+
+@pytest.mark.parametrize("given", ["folder", "plot.csv", "plot"])
+def test_plot_takes_a_png_file_name(run, scores_csv, tmp_path, given):
+    path, _, _ = scores_csv
+    target = tmp_path / given
+    if given == "folder":
+        target.mkdir()
+    args = ["-q", "compare", path, "--label", "outcome", "--score", "s1", "--pos-label", "yes"]
+    _, err = run(*args, "--method", "platt", "--plot", target, expect=EXIT_USAGE)
+    assert "--plot" in err and ".png" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["folder"] if given == "folder" else [])
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def test_rows_without_a_label_are_dropped_and_counted(run, scores_csv, tmp_path):
+    path, y, S = scores_csv
+    rng = np.random.default_rng(1)
+    missing = set(rng.choice(N_ROWS, 60, replace=False).tolist())
+    markers = ["NA", "", "nan", "N/A", "null"]
+    with_na, without = tmp_path / "na.csv", tmp_path / "clean.csv"
+    lines_na, lines_clean = ["y,s"], ["y,s"]
+    for i in range(N_ROWS):
+        line = f"{int(y[i])},{float(S[i, 0])!r}"
+        lines_na.append(f"{markers[i % 5]},{float(S[i, 0])!r}" if i in missing else line)
+        if i not in missing:
+            lines_clean.append(line)
+    with_na.write_text("\n".join(lines_na) + "\n")
+    without.write_text("\n".join(lines_clean) + "\n")
+    args = ["--label", "y", "--score", "s", "--pos-label", "1", "--method", "platt"]
+    out, err = run("-q", "compare", with_na, *args, "--format", "json")
+    # said even with -q: the rows were neither positives nor negatives
+    assert "dropped 60 rows with a missing label" in err
+    report = json.loads(out)
+    assert report["n_rows"] == N_ROWS - 60 and report["n_missing_label"] == 60
+    clean = json.loads(run("-q", "compare", without, *args, "--format", "json")[0])
+    # the same as the file without those rows
+    for key in ("ece", "mce", "brier", "log_loss", "auc"):
+        assert report["results"][0][key] == clean["results"][0][key]
+
+
+@pytest.mark.parametrize("text", ["1_000", "١٢", "0x10", "1,5"])
+def test_scores_must_be_plain_decimal_numbers(run, tmp_path, text):
+    file = tmp_path / "s.csv"
+    file.write_text(f"y;s\n1;0.5\n0;{text}\n1;0.7\n")
+    _, err = run(
+        "-q", "compare", file, "--label", "y", "--score", "s", "--delimiter", ";", expect=2
+    )
+    assert "not numeric" in err and repr(text) in err and "line 3" in err
