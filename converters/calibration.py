@@ -264,12 +264,13 @@ def convert_raw_scores(scope, operator, container):
         if not isinstance(inp.type, DoubleTensorType | FloatTensorType):
             name, elem = g.node("Cast", [name], to=DOUBLE), DOUBLE
         scores = exact_scores(g, name, elem, model, options["method"], options)
-        container.add_node(
-            "Identity",
-            [scores],
-            operator.outputs[0].full_name,
-            name=scope.get_unique_operator_name("base_scores"),
-        )
+        # the last node writes the operator's output itself: skl2onnx's optimiser
+        # would drop an Identity and the name base_scores* with it, which
+        # check_parity looks for to tell which stage diverges
+        for node in reversed(container.nodes):
+            if scores in node.output:
+                node.output[list(node.output).index(scores)] = operator.outputs[0].full_name
+                break
         return
     if container.options is None:
         container.options = {}
