@@ -10,7 +10,7 @@ converters emit node for node (each class's Notes).
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.special import expit
@@ -22,6 +22,7 @@ from ._stats import weighted_quantile
 from ._transforms import clipped_log_odds
 from ._validation import (
     Interval,
+    IntInterval,
     StrOptions,
     _fit_context,
     fit_inputs,
@@ -43,7 +44,7 @@ _PLATT_CONSTRAINTS: dict = {
     "increasing": ["boolean"],
 }
 _BIN_CONSTRAINTS: dict = {
-    "n_bins": [Interval(Integral, 1, None, closed="left")],
+    "n_bins": [IntInterval(1, None, closed="left")],
     "strategy": [StrOptions({"uniform", "quantile"})],
 }
 

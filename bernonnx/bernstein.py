@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.special import logit
@@ -19,6 +19,7 @@ from ._fitting import (
     COMPRESS_ABOVE,
     FIT_BINS,
     MAX_DEGREE,
+    MAX_FOLDS,
     SELECT_BINS,
     TRANSFORM_KEYS,
     mean_log_loss,
@@ -28,8 +29,10 @@ from ._qp import project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
 from ._validation import (
     Interval,
+    IntInterval,
     StrOptions,
     _fit_context,
+    check_int_grid,
     fit_inputs,
     predict_scores,
 )
@@ -271,7 +274,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "degree": [
-            Interval(Integral, 1, MAX_DEGREE, closed="both"),
+            IntInterval(1, MAX_DEGREE, closed="both"),
             StrOptions({"auto"}),
             list,
             tuple,
@@ -279,9 +282,9 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         ],
         "loss": [StrOptions({"log", "squared"})],
         "score_transform": [StrOptions(set(TRANSFORMS))],
-        "n_knots": [Interval(Integral, 2, None, closed="left")],
+        "n_knots": [IntInterval(2, None, closed="left")],
         "logit_bound": [Interval(Real, 0, None, closed="neither")],
-        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_folds": [IntInterval(2, MAX_FOLDS, closed="both")],
         "solver": [StrOptions({"active-set", "cvxpy"})],
         "min_slope": [Interval(Real, 0, 0.5, closed="left")],
     }
@@ -310,20 +313,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     def _candidate_degrees(self):
         if isinstance(self.degree, str):
             return list(AUTO_DEGREES)
-        if isinstance(self.degree, Integral):
-            return [int(self.degree)]
-        grid = np.asarray(self.degree).ravel()
-        if (
-            grid.size == 0
-            or not np.issubdtype(grid.dtype, np.integer)
-            or grid.min() < 1
-            or grid.max() > MAX_DEGREE
-        ):
-            raise ValueError(
-                f"degree must be an int or a non-empty sequence of ints in [1, {MAX_DEGREE}], "
-                f"got {self.degree!r}"
-            )
-        return sorted({int(d) for d in grid})
+        return check_int_grid(self.degree, "degree", 1, MAX_DEGREE)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

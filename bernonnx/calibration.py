@@ -23,7 +23,7 @@ from sklearn.utils.validation import (
 )
 
 from ._transforms import clipped_log_odds
-from ._validation import HasMethods, StrOptions, _fit_context
+from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
 from .bernstein import BernsteinCalibrator
 
 __all__ = ["CalibratedClassifier"]
@@ -268,7 +268,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "calibrator": [HasMethods(["fit", "predict_proba"]), None],
         "cv": ["cv_object"],
         "ensemble": ["boolean", StrOptions({"auto"})],
-        "n_jobs": [int, None],
+        "n_jobs": [IntInterval(None, None, closed="neither"), None],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
         "log_odds": ["boolean"],
     }

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
@@ -12,7 +10,7 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
-from ._validation import HasMethods, StrOptions, _fit_context
+from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
 from .calibration import (
     _columns,
     as_scores,
@@ -143,7 +141,7 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "cv": ["cv_object"],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
         "log_odds": ["boolean"],
-        "n_jobs": [Integral, None],
+        "n_jobs": [IntInterval(None, None, closed="neither"), None],
     }
 
     def __init__(

@@ -38,6 +38,7 @@ from ._fitting import (
     COMPRESS_ABOVE,
     FIT_BINS,
     MAX_DEGREE,
+    MAX_FOLDS,
     SELECT_BINS,
     TRANSFORM_KEYS,
     mean_log_loss,
@@ -46,6 +47,7 @@ from ._fitting import (
 from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
 from ._validation import (
     Interval,
+    IntInterval,
     StrOptions,
     _finite_or_raise,
     _fit_context,
@@ -617,7 +619,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
 
     _parameter_constraints: dict = {
         "degree": [
-            Interval(Integral, 1, MAX_DEGREE, closed="both"),
+            IntInterval(1, MAX_DEGREE, closed="both"),
             StrOptions({"auto"}),
             list,
             tuple,
@@ -625,9 +627,9 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         ],
         "loss": [StrOptions({"log", "squared"})],
         "score_transform": [StrOptions(set(TRANSFORMS))],
-        "n_knots": [Interval(Integral, 2, None, closed="left")],
+        "n_knots": [IntInterval(2, None, closed="left")],
         "logit_bound": [Interval(Real, 0, None, closed="neither")],
-        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_folds": [IntInterval(2, MAX_FOLDS, closed="both")],
         "solver": [StrOptions({"cvxpy"})],
         "min_slope": [Interval(Real, 0, 0.5, closed="left")],
     }
@@ -659,16 +661,17 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         elif isinstance(self.degree, Integral):
             candidates = [(int(self.degree),) * m_axes]
         else:
-            degrees = np.asarray(self.degree).ravel()
-            if (
-                degrees.shape[0] != m_axes
-                or not np.issubdtype(degrees.dtype, np.integer)
-                or degrees.min() < 1
-                or degrees.max() > MAX_DEGREE
+            degrees = np.asarray(self.degree, dtype=object).ravel()
+            if degrees.shape[0] != m_axes or not all(
+                isinstance(d, Integral)
+                and not isinstance(d, bool | np.bool_)
+                and 1 <= d
+                and d <= MAX_DEGREE
+                for d in degrees
             ):
                 raise ValueError(
                     f"degree must be 'auto', an int or a sequence of {m_axes} ints (one per "
-                    f"score column) in [1, {MAX_DEGREE}]; got {self.degree!r}"
+                    f"score column, not bools) in [1, {MAX_DEGREE}]; got {self.degree!r}"
                 )
             candidates = [tuple(int(d) for d in degrees)]
         size = math.prod(d + 1 for d in candidates[0])
