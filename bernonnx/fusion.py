@@ -16,6 +16,7 @@ from .calibration import (
     as_scores,
     check_fit_data,
     check_folds,
+    check_frozen_classes,
     combine_one_vs_rest,
     fit_kwargs,
     resolve_response_method,
@@ -204,12 +205,7 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         cv = None
         for (name, est), method in zip(named, methods, strict=True):
             if isinstance(est, FrozenEstimator):
-                known = getattr(est, "classes_", None)
-                if known is not None and not np.array_equal(np.asarray(known), self.classes_):
-                    raise ValueError(
-                        f"the frozen estimator {name!r} knows classes {list(known)} but y has "
-                        f"classes {list(self.classes_)}: its scores would not match the labels"
-                    )
+                check_frozen_classes(est, self.classes_, f"the frozen estimator {name!r}")
                 fitted.append(est)
                 raw.append(response_scores(est, X, method, self.log_odds, self.classes_))
                 continue
