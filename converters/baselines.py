@@ -6,7 +6,9 @@ float32 score is exact there, uniform bin edges are not float32 values)::
     Platt            t   = s  |  log(c) - log(1 - c), c = Clip(s, eps, 1 - eps)   (log_odds)
                      p   = Sigmoid(slope * t + intercept)
     Histogram        p   = v0 + MatMul(Cast(Greater(s, edges)), diff(values))
+                     p   = Where(IsNaN(s), NaN, p)
     PlattHistogram   q   = Platt(s);  p = v0 + MatMul(Cast(Greater(q, edges)), diff(values))
+                     p   = Where(IsNaN(q), NaN, p)
 
 ``#{edges < s}`` selects the bin (right-closed bins, ``searchsorted(...,
 side="left")``); the telescoping sum of value steps equals ``values[k]`` up to
@@ -71,11 +73,18 @@ def _binned(g: GraphWriter, x: str, edges, values, pair: bool) -> str:
         base = np.array([1.0 - values[0], values[0]])
     if edges.shape[0] == 0:
         zero = g.const("zero", 0.0)
-        return g.node("Add", [g.node("Clip", [x, zero, zero]), g.const("v0", base[None, :])], "p")
-    above = g.node(
-        "Cast", [g.node("Greater", [x, g.const("edges", edges[None, :])])], to=TensorProto.DOUBLE
-    )
-    return g.node("Gemm", [above, g.const("steps", steps), g.const("v0", base)], "p")
+        p = g.node("Add", [g.node("Clip", [x, zero, zero]), g.const("v0", base[None, :])])
+    else:
+        above = g.node(
+            "Cast",
+            [g.node("Greater", [x, g.const("edges", edges[None, :])])],
+            to=TensorProto.DOUBLE,
+        )
+        p = g.node("Gemm", [above, g.const("steps", steps), g.const("v0", base)])
+    # NaN > edge is false, which would put a NaN score in the first bin with a
+    # confident value: give NaN, as every other calibrator graph does (Python
+    # raises). Not x - x or 0 * x, which would turn +-inf into NaN too.
+    return g.node("Where", [g.node("IsNaN", [x]), g.const("nan", np.nan), p], "p")
 
 
 def _isotonic(g: GraphWriter, s: str, cal) -> str:
