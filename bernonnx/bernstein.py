@@ -26,7 +26,13 @@ from ._fitting import (
     one_standard_error_choice,
 )
 from ._qp import project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
-from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
+from ._transforms import (
+    TRANSFORMS,
+    apply_transform,
+    fit_transform_params,
+    rescale,
+    score_exponent,
+)
 from ._validation import (
     Interval,
     IntInterval,
@@ -222,11 +228,17 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     n_features_in_ : int
         Always 1.
 
+    score_exponent_ : int
+        Scores are multiplied by ``2^score_exponent_`` before the transform;
+        0 unless the fitted scores are extreme (largest magnitude above
+        ``2^500`` or below ``2^-500``, e.g. 1e300 or denormal), see Notes.
+
     Notes
     -----
     ``predict_proba`` evaluates, in float64, exactly what the ONNX converter
     emits (``d = degree_``, ``c = coef_``)::
 
+        s   = s * 2^score_exponent_ (two exact power-of-two products; skipped at 0)
         u   = clip((s - shift_) * scale_, 0, 1)  # score_transform="minmax"
         z   = scale_ * max(s - shift_, 0) + scale_below_ * min(s - shift_, 0)
         u   = 1 / (1 + exp(-z))                  # "logistic"
@@ -334,6 +346,8 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         """
         s, target, w = fit_inputs(self, X, y, sample_weight)
         degrees = self._candidate_degrees()
+        self.score_exponent_ = score_exponent(s)
+        s = rescale(s, self.score_exponent_)
 
         params = fit_transform_params(self.score_transform, s, w, self.n_knots)
         for key in TRANSFORM_KEYS:
@@ -376,5 +390,6 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         s = predict_scores(self, X)
         params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}
-        u, v = apply_transform(self.score_transform, s, params)
+        scaled = rescale(s, getattr(self, "score_exponent_", 0))
+        u, v = apply_transform(self.score_transform, scaled, params)
         return _predict(u, self.coef_, self.loss, v).astype(s.dtype, copy=False)

@@ -44,7 +44,13 @@ from ._fitting import (
     mean_log_loss,
     one_standard_error_choice,
 )
-from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
+from ._transforms import (
+    TRANSFORMS,
+    apply_transform,
+    fit_transform_params,
+    rescale,
+    score_exponent,
+)
 from ._validation import (
     Interval,
     IntInterval,
@@ -550,6 +556,9 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         The common degree of each candidate (``degree="auto"`` only).
     cv_log_loss_ : ndarray of shape (n_candidates,)
         Their mean validation log loss (``degree="auto"`` only).
+    score_exponent_ : ndarray of int of shape (M,)
+        Column ``m`` is multiplied by ``2^score_exponent_[m]`` before its
+        transform; 0 unless its scores are extreme (see BernsteinCalibrator).
     n_features_in_ : int
         Number of score columns ``M``.
 
@@ -559,7 +568,8 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
     ONNX converter emits), for a row ``s`` of shape ``(M,)``, ``K =
     degrees_``, ``c = coef_``::
 
-        for m in 0..M-1, with t = s[m], the transform of BernsteinCalibrator:
+        for m in 0..M-1, with t = s[m] * 2^score_exponent_[m], the transform
+        of BernsteinCalibrator:
             u_m = clip((t - shift_[m]) * scale_[m], 0, 1)        # "minmax"
             z_m = scale_[m] * max(t - shift_[m], 0)
                   + scale_below_[m] * min(t - shift_[m], 0)
@@ -727,6 +737,8 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         for name in _FITTED_OPTIONAL:
             if hasattr(self, name):
                 delattr(self, name)
+        self.score_exponent_ = np.array([score_exponent(s[:, m]) for m in range(m_axes)])
+        s = rescale(s, self.score_exponent_)
         params = [
             fit_transform_params(self.score_transform, s[:, m], w, self.n_knots)
             for m in range(m_axes)
@@ -784,7 +796,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
     def _positive_proba(self, X):
         check_is_fitted(self)
         s = self._validate_scores(X)
-        u, v = self._transform(s)
+        u, v = self._transform(rescale(s, getattr(self, "score_exponent_", 0)))
         with threadpool_limits(limits=1, user_api="blas"):
             p = _predict(u, v, self.coef_, self.loss)
         return p.astype(s.dtype, copy=False)

@@ -8,10 +8,13 @@ Each item of issue 10 has its regression test here (named ``test_item_N_...``).
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 
 from bernonnx import (
@@ -238,3 +241,96 @@ def test_item_11_one_graph_empty_batch(base, dtype, n_classes):
     clf = CalibratedClassifier(model, BernsteinCalibrator(degree=3), cv=2).fit(X, y)
     label, proba = run_graph(clf, X[:0], dtype)
     assert label.shape == (0,) and proba.shape == (0, n_classes)
+
+
+# ------------------------------------------------- items 3 and 4: extreme scales (hypothesis)
+
+ONE_SCORE = {
+    "bernstein_logistic": lambda: BernsteinCalibrator(degree=5),
+    "bernstein_minmax": lambda: BernsteinCalibrator(degree=5, score_transform="minmax"),
+    "bernstein_quantile_squared": lambda: BernsteinCalibrator(
+        degree=5, loss="squared", score_transform="quantile"
+    ),
+    "bernstein_auto": lambda: BernsteinCalibrator(degree=[2, 4], n_folds=3),
+    "bernstein_auto_quantile": lambda: BernsteinCalibrator(
+        degree=[2, 4], n_folds=3, score_transform="quantile"
+    ),
+    "platt": lambda: PlattCalibrator(),
+    "platt_histogram": lambda: PlattHistogramCalibrator(n_bins=5),
+    "isotonic": lambda: IsotonicCalibrator(),
+    "histogram": lambda: HistogramCalibrator(n_bins=8),
+}
+#: strictly increasing maps: the ranking (hence the AUC) of the scores is kept
+STRICT = {"bernstein_logistic", "bernstein_minmax", "bernstein_quantile_squared", "platt"}
+SCALES = st.one_of(
+    st.integers(-300, 300).map(lambda k: 10.0**k),
+    st.sampled_from([1e-310, 1e-320, 1e305, 1e-300, 1e300]),
+)
+LABELS = st.sampled_from(["int", "str", "bool"])
+
+
+def drawn_problem(seed, n, scale, ties, labels, weighted):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=n)
+    if ties:
+        s = np.round(s * 2) / 2
+    y = rng.random(n) < 1 / (1 + np.exp(-2 * s))
+    y[:2] = [False, True]
+    y = {"int": y.astype(int), "str": np.where(y, "pos", "neg"), "bool": y}[labels]
+    w = rng.integers(1, 4, size=n).astype(float) if weighted else None
+    return s * scale, y, w
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    name=st.sampled_from(sorted(ONE_SCORE)),
+    seed=st.integers(0, 2**16),
+    n=st.integers(20, 400),
+    scale=SCALES,
+    ties=st.booleans(),
+    labels=LABELS,
+    weighted=st.booleans(),
+)
+def test_items_3_4_extreme_scales_fit_and_keep_properties(
+    name, seed, n, scale, ties, labels, weighted
+):
+    s, y, w = drawn_problem(seed, n, scale, ties, labels, weighted)
+    cal = ONE_SCORE[name]().fit(s, y, sample_weight=w)
+    proba = cal.predict_proba(s)
+    assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    assert set(cal.predict(s)) <= set(np.unique(y))
+    order = np.argsort(s, kind="stable")
+    p = proba[order, 1]
+    if name in STRICT or name in ("isotonic", "platt_histogram") or "bernstein" in name:
+        assert np.all(np.diff(p) >= -1e-12), "non-decreasing in the score"
+    if name in STRICT and getattr(cal, "slope_", 1.0) > 0:  # Platt may fit a flat map
+        distinct = np.diff(s[order]) > 0
+        assert np.all(np.diff(p)[distinct] > 0), "ranking kept"
+
+
+@pytest.mark.parametrize("name", sorted(ONE_SCORE))
+@pytest.mark.parametrize("scale", [1e300, 1e-310, 1e-320])
+def test_items_3_4_extreme_scales_auc_and_graph_parity(name, scale):
+    s, y, _ = drawn_problem(3, 400, scale, False, "int", False)
+    cal = ONE_SCORE[name]().fit(s, y)
+    p = cal.predict_proba(s)[:, 1]
+    if name in STRICT:
+        assert roc_auc_score(y, p) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    held_out = np.r_[drawn_problem(4, 300, scale, False, "int", False)[0], s.min(), s.max()]
+    _, proba = run_graph(cal, held_out[:, None], np.float64)
+    np.testing.assert_allclose(proba, cal.predict_proba(held_out), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-310])
+@pytest.mark.parametrize("transform", ["quantile", "logistic", "minmax"])
+def test_item_4_multivariate_extreme_scales(scale, transform):
+    s, y, _ = drawn_problem(5, 400, 1.0, False, "int", False)
+    S = np.c_[s * scale, np.tanh(s) + 0.3 * np.random.default_rng(6).normal(size=400)]
+    cal = MultivariateBernsteinCalibrator(degree=3, score_transform=transform).fit(S, y)
+    assert cal.score_exponent_[0] != 0 and cal.score_exponent_[1] == 0
+    proba = cal.predict_proba(S)
+    assert np.all(np.isfinite(proba))
+    assert roc_auc_score(y, proba[:, 1]) > 0.75
+    _, onnx_proba = run_graph(cal, S, np.float64)
+    np.testing.assert_allclose(onnx_proba, proba, atol=1e-12, rtol=0)
