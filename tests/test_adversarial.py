@@ -29,6 +29,7 @@ from bernonnx import (
 )
 from bernonnx.deploy import run_onnx
 from bernonnx.export import to_onnx
+from bernonnx.metrics import calibration_report, expected_calibration_error
 
 # ------------------------------------------------------------------ item 1
 
@@ -355,3 +356,78 @@ def test_item_5_monotone_up_to_the_stated_rounding_bound(loss, transform):
     assert np.max(-np.diff(p)) <= 2 * degree * np.finfo(np.float64).eps
     # and the drops are rounding only: the map rises by far more across the range
     assert p[-1] - p[0] > 0.5
+
+
+# ------------------------------------------------------------------ metrics
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 300),
+    labels=LABELS,
+    weighted=st.booleans(),
+    extreme=st.booleans(),
+)
+def test_metrics_are_finite_and_bounded_on_drawn_input(seed, n, labels, weighted, extreme):
+    rng = np.random.default_rng(seed)
+    p = rng.random(n)
+    if extreme:
+        p[rng.random(n) < 0.3] = rng.choice([0.0, 1.0, 1e-300, 1 - 1e-16])
+    y = rng.random(n) < p
+    y[0] = True
+    y = {"int": y.astype(int), "str": np.where(y, "pos", "neg"), "bool": y}[labels]
+    pos = {"int": 1, "str": "pos", "bool": True}[labels]
+    w = rng.integers(1, 4, size=n).astype(float) if weighted else None
+    report = calibration_report(y, p, sample_weight=w, pos_label=pos)
+    for key in ("ece", "mce", "brier", "rmsce"):
+        assert 0.0 <= report[key] <= 1.0, key
+    assert np.isfinite(report["log_loss"]) and report["log_loss"] >= 0
+
+
+@pytest.mark.parametrize(
+    "p, match",
+    [
+        ([0.2, np.nan, 0.7], "(?i)nan"),
+        ([0.2, 1.5, 0.7], r"(?i)\[0, 1\]|range|between"),
+        ([0.2, -0.1, 0.7], r"(?i)\[0, 1\]|range|between"),
+    ],
+)
+def test_metrics_refuse_bad_probabilities(p, match):
+    with pytest.raises(ValueError, match=match):
+        expected_calibration_error([0, 1, 1], p)
+
+
+# ------------------------------------------------------- batch sizes in Python
+
+
+@pytest.mark.parametrize("name", list(GRAPH_CALIBRATORS))
+def test_python_batches_0_1_and_large(fitted_graph_calibrators, name):
+    cal = fitted_graph_calibrators[name]
+    X = graph_scores(name, np.random.default_rng(2).normal(size=20000))
+    with pytest.raises(ValueError, match="0 sample"):
+        cal.predict_proba(X[:0])
+    one, many = cal.predict_proba(X[:1]), cal.predict_proba(X)
+    assert one.shape == (1, 2) and many.shape == (20000, 2)
+    # the basis dot product goes through BLAS, whose kernels differ by batch size
+    np.testing.assert_allclose(one[0], many[0], atol=1e-15, rtol=0)
+    assert np.all(np.isfinite(many)) and np.all((many >= 0) & (many <= 1))
+
+
+@pytest.mark.parametrize("labels", ["int", "str", "bool"])
+def test_meta_estimators_on_label_types_and_batches(labels):
+    X, y = make_classification(n_samples=240, random_state=1)
+    y = {"int": y * 3 - 1, "str": np.where(y, "yes", "no"), "bool": y.astype(bool)}[labels]
+    for est in (
+        CalibratedClassifier(LogisticRegression(), BernsteinCalibrator(degree=3), cv=2),
+        FusionClassifier(
+            [("lr", LogisticRegression()), ("lr2", LogisticRegression(C=0.01))],
+            MultivariateBernsteinCalibrator(degree=2),
+            cv=2,
+        ),
+    ):
+        est.fit(X, y)
+        proba = est.predict_proba(X)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+        assert est.predict_proba(X[:1]).shape == (1, 2)
+        assert set(est.predict(X)) <= set(np.unique(y))
