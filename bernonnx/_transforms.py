@@ -39,6 +39,11 @@ _TAIL = 0.1
 _TAIL_LOGIT = float(np.log((1 - _TAIL) / _TAIL))
 
 
+#: Scores whose largest magnitude lies outside ``[2^-SAFE_EXPONENT,
+#: 2^SAFE_EXPONENT]`` are multiplied by a power of two first (see
+#: :func:`score_exponent`); inside, nothing changes.
+SAFE_EXPONENT = 500
+
 #: Largest slope of a transform: spreads below ~1e-300 (subnormal scores)
 #: would give an infinite slope and inf * 0 = NaN.
 _MAX_SLOPE = 1e300
@@ -46,6 +51,43 @@ _MAX_SLOPE = 1e300
 #: that |s - shift| overflowing to inf (|s| near 1.8e308) cannot meet a zero
 #: slope (constant scores) and give NaN.
 _MAX_DIFF = 1e300
+
+
+def score_exponent(s: np.ndarray) -> int:
+    """The power of two ``e`` that brings extreme but finite scores near 1.
+
+    Scores of 1e300 (spreads overflow, differences get clipped) or denormal
+    ones (slopes overflow, products underflow) cannot be transformed as they
+    are. Multiplying by ``2^e`` is exact (a change of exponent only, for
+    results that are normal numbers), keeps the order and brings the largest
+    magnitude into ``[0.5, 1)``. ``0`` unless the largest magnitude lies
+    outside ``[2^-SAFE_EXPONENT, 2^SAFE_EXPONENT]``, so ordinary scores and
+    the fitted parameters read from them are untouched.
+    """
+    top = float(np.max(np.abs(s))) if np.size(s) else 0.0
+    if top == 0.0 or 2.0**-SAFE_EXPONENT <= top <= 2.0**SAFE_EXPONENT:
+        return 0
+    return -int(np.frexp(top)[1])
+
+
+def exponent_factors(exponent: int) -> tuple[float, float]:
+    """``2^exponent`` as two float64 factors (``2^1074`` alone overflows).
+
+    Python and the ONNX graphs both multiply by the first, then the second,
+    so they round alike.
+    """
+    half = int(exponent) // 2
+    return 2.0**half, 2.0 ** (int(exponent) - half)
+
+
+def rescale(s: np.ndarray, exponent) -> np.ndarray:
+    """``s * 2^exponent`` in float64 (``exponent`` an int, or one per column)."""
+    s = np.asarray(s, dtype=np.float64)
+    exponent = np.asarray(exponent)
+    if not exponent.any():
+        return s
+    first, second = np.vectorize(exponent_factors, otypes=[float, float])(exponent)
+    return s * first * second
 
 
 def _slope(rise: float, spread: float) -> float:

@@ -3,12 +3,44 @@ private scikit-learn helpers."""
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 from scipy.sparse import issparse
 from sklearn.base import _fit_context  # noqa: F401  (re-exported for the estimators)
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions  # noqa: F401
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, validate_data
+
+
+class IntInterval(Interval):
+    """``Interval(Integral, ...)`` that refuses ``bool``: ``True`` is an
+    ``Integral`` in Python, and ``degree=True`` silently meaning degree 1 hides
+    a mistake (an argument shifted by one place, a flag passed as a count)."""
+
+    def __init__(self, left, right, *, closed):
+        super().__init__(Integral, left, right, closed=closed)
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, bool | np.bool_):
+            return False
+        return super().is_satisfied_by(val)
+
+
+def check_int_grid(values, name: str, low: int, high: int) -> list[int]:
+    """Sorted distinct ints of a non-empty sequence, each in ``[low, high]``
+    (bools refused); a ``ValueError`` naming ``name`` otherwise."""
+    flat = np.asarray(values, dtype=object).ravel()
+    ok = flat.size > 0 and all(
+        isinstance(v, Integral) and not isinstance(v, bool | np.bool_) and low <= v <= high
+        for v in flat
+    )
+    if not ok:
+        raise ValueError(
+            f"{name} must be an int or a non-empty sequence of ints in [{low}, {high}] "
+            f"(not bools), got {values!r}"
+        )
+    return sorted({int(v) for v in flat})
 
 
 def _finite_or_raise(values: np.ndarray, name: str) -> None:

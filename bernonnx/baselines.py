@@ -10,7 +10,7 @@ converters emit node for node (each class's Notes).
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.special import expit
@@ -19,9 +19,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import OneScoreMixin
 from ._stats import weighted_quantile
-from ._transforms import clipped_log_odds
+from ._transforms import clipped_log_odds, rescale, score_exponent
 from ._validation import (
     Interval,
+    IntInterval,
     StrOptions,
     _fit_context,
     fit_inputs,
@@ -43,7 +44,7 @@ _PLATT_CONSTRAINTS: dict = {
     "increasing": ["boolean"],
 }
 _BIN_CONSTRAINTS: dict = {
-    "n_bins": [Interval(Integral, 1, None, closed="left")],
+    "n_bins": [IntInterval(1, None, closed="left")],
     "strategy": [StrOptions({"uniform", "quantile"})],
 }
 
@@ -150,13 +151,19 @@ def _fit_platt(
 
 
 def _platt_eval(est, s: np.ndarray) -> np.ndarray:
-    t = _platt_feature(s, est.log_odds, est.eps)
+    t = rescale(_platt_feature(s, est.log_odds, est.eps), getattr(est, "score_exponent_", 0))
     return expit(est.slope_ * t + est.intercept_)
 
 
 def _set_platt(est, s, target, w):
-    """Fit the Platt part of ``est`` (slope_, intercept_) and return g(s)."""
+    """Fit the Platt part of ``est`` (score_exponent_, slope_, intercept_) and return g(s).
+
+    Extreme scores are rescaled by a power of two first: the slope of
+    denormal scores (about 1e310) is not a float64.
+    """
     t = _platt_feature(s, est.log_odds, est.eps)
+    est.score_exponent_ = score_exponent(t)
+    t = rescale(t, est.score_exponent_)
     est.slope_, est.intercept_ = _fit_platt(t, target, w, float(est.C), est.increasing)
     return _platt_eval(est, s)
 
@@ -231,7 +238,10 @@ def _inner_edges(v, w, n_bins, strategy):
     so quantile bins are never empty.
     """
     if strategy == "uniform":
-        edges = np.linspace(v.min(), v.max(), n_bins + 1)[1:-1]
+        # on rescaled values: the width of [-1e308, 1e308] overflows, and that
+        # of denormal scores has too few bits for n_bins steps
+        e = score_exponent(v)
+        edges = rescale(np.linspace(*rescale([v.min(), v.max()], e), n_bins + 1)[1:-1], -e)
     else:
         edges = weighted_quantile(v, w, np.arange(1, n_bins) / n_bins)
     edges = np.unique(edges)
@@ -303,6 +313,10 @@ class PlattCalibrator(_ScoreCalibrator):
     slope_ : float
         Coefficient of ``t`` (non-negative when ``increasing=True``).
     intercept_ : float
+    score_exponent_ : int
+        ``t`` is multiplied by ``2^score_exponent_`` first; 0 unless the
+        fitted ``t`` are extreme (above ``2^500`` or below ``2^-500`` in
+        magnitude, e.g. denormal scores, whose slope would overflow).
     n_features_in_ : int
         Always 1.
 
@@ -314,6 +328,7 @@ class PlattCalibrator(_ScoreCalibrator):
         t = s                                        # log_odds=False
         c = min(max(s, eps), 1 - eps)                # log_odds=True, needs s in [0, 1]
         t = log(c) - log1p(-c)
+        t = t * 2^score_exponent_      # two exact power-of-two products; skipped at 0
         p = 1 / (1 + exp(-(slope_ * t + intercept_)))
         predict_proba = [1 - p, p]
 
@@ -416,6 +431,10 @@ class IsotonicCalibrator(_ScoreCalibrator):
     y_thresholds_ : ndarray of shape (n_thresholds,)
         Fitted probabilities there, non-decreasing (non-increasing when
         ``increasing=False``), in ``[0, 1]``.
+    score_exponent_ : int
+        Scores and thresholds are multiplied by ``2^score_exponent_`` before
+        the interpolation; 0 unless the thresholds are extreme (above
+        ``2^500`` or below ``2^-500`` in magnitude), see PlattCalibrator.
     n_features_in_ : int
         Always 1.
 
@@ -425,6 +444,7 @@ class IsotonicCalibrator(_ScoreCalibrator):
     emits (``x = x_thresholds_``, ``y = y_thresholds_``, ``K`` points;
     ``numpy.interp``)::
 
+        s, x = s * 2^score_exponent_, x * 2^score_exponent_   # skipped at 0
         c = min(max(s, x[0]), x[K-1])           # out_of_bounds="clip"
         p = y[k] + (y[k+1] - y[k]) / (x[k+1] - x[k]) * (c - x[k])
             for the k with x[k] <= c < x[k+1];  p = y[K-1] at c = x[K-1]
@@ -494,10 +514,14 @@ class IsotonicCalibrator(_ScoreCalibrator):
         x, ybar, wt = _pool_ties(*fit_inputs(self, X, y, sample_weight))
         fitted = np.clip(_pav(ybar, wt, self.increasing), 0.0, 1.0)
         self.x_thresholds_, self.y_thresholds_ = _drop_inner_repeats(x, fitted)
+        self.score_exponent_ = score_exponent(self.x_thresholds_)
         return self
 
     def _evaluate(self, s):
-        x, y = self.x_thresholds_, self.y_thresholds_
+        # thresholds and scores rescaled alike (exact, order kept): the slope
+        # between two denormal thresholds overflows, and inf * 0 = NaN
+        e = getattr(self, "score_exponent_", 0)
+        x, y, s = rescale(self.x_thresholds_, e), self.y_thresholds_, rescale(s, e)
         outside = (s < x[0]) | (s > x[-1])
         if self.out_of_bounds == "raise" and outside.any():
             raise ValueError(
@@ -631,7 +655,7 @@ class PlattHistogramCalibrator(_ScoreCalibrator):
     ----------
     classes_ : ndarray of shape (2,)
         Class labels; ``classes_[1]`` is the positive class.
-    slope_, intercept_ : float
+    slope_, intercept_, score_exponent_
         The Platt map ``g``, see :class:`PlattCalibrator`.
     bin_edges_ : ndarray of shape (n_edges,)
         Strictly increasing inner edges on the scale of ``g`` (in (0, 1)).
@@ -646,7 +670,7 @@ class PlattHistogramCalibrator(_ScoreCalibrator):
     emits::
 
         t = s  or  log(c) - log1p(-c), c = min(max(s, eps), 1 - eps)  # log_odds
-        q = 1 / (1 + exp(-(slope_ * t + intercept_)))
+        q = 1 / (1 + exp(-(slope_ * t * 2^score_exponent_ + intercept_)))
         k = searchsorted(bin_edges_, q, side="left")   # = number of edges < q
         p = bin_values_[k]
         predict_proba = [1 - p, p]

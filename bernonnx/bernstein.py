@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.special import logit
@@ -19,17 +19,26 @@ from ._fitting import (
     COMPRESS_ABOVE,
     FIT_BINS,
     MAX_DEGREE,
+    MAX_FOLDS,
     SELECT_BINS,
     TRANSFORM_KEYS,
     mean_log_loss,
     one_standard_error_choice,
 )
 from ._qp import project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
-from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
+from ._transforms import (
+    TRANSFORMS,
+    apply_transform,
+    fit_transform_params,
+    rescale,
+    score_exponent,
+)
 from ._validation import (
     Interval,
+    IntInterval,
     StrOptions,
     _fit_context,
+    check_int_grid,
     fit_inputs,
     predict_scores,
 )
@@ -219,11 +228,17 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     n_features_in_ : int
         Always 1.
 
+    score_exponent_ : int
+        Scores are multiplied by ``2^score_exponent_`` before the transform;
+        0 unless the fitted scores are extreme (largest magnitude above
+        ``2^500`` or below ``2^-500``, e.g. 1e300 or denormal), see Notes.
+
     Notes
     -----
     ``predict_proba`` evaluates, in float64, exactly what the ONNX converter
     emits (``d = degree_``, ``c = coef_``)::
 
+        s   = s * 2^score_exponent_ (two exact power-of-two products; skipped at 0)
         u   = clip((s - shift_) * scale_, 0, 1)  # score_transform="minmax"
         z   = scale_ * max(s - shift_, 0) + scale_below_ * min(s - shift_, 0)
         u   = 1 / (1 + exp(-z))                  # "logistic"
@@ -271,7 +286,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "degree": [
-            Interval(Integral, 1, MAX_DEGREE, closed="both"),
+            IntInterval(1, MAX_DEGREE, closed="both"),
             StrOptions({"auto"}),
             list,
             tuple,
@@ -279,9 +294,9 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         ],
         "loss": [StrOptions({"log", "squared"})],
         "score_transform": [StrOptions(set(TRANSFORMS))],
-        "n_knots": [Interval(Integral, 2, None, closed="left")],
+        "n_knots": [IntInterval(2, None, closed="left")],
         "logit_bound": [Interval(Real, 0, None, closed="neither")],
-        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_folds": [IntInterval(2, MAX_FOLDS, closed="both")],
         "solver": [StrOptions({"active-set", "cvxpy"})],
         "min_slope": [Interval(Real, 0, 0.5, closed="left")],
     }
@@ -310,20 +325,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     def _candidate_degrees(self):
         if isinstance(self.degree, str):
             return list(AUTO_DEGREES)
-        if isinstance(self.degree, Integral):
-            return [int(self.degree)]
-        grid = np.asarray(self.degree).ravel()
-        if (
-            grid.size == 0
-            or not np.issubdtype(grid.dtype, np.integer)
-            or grid.min() < 1
-            or grid.max() > MAX_DEGREE
-        ):
-            raise ValueError(
-                f"degree must be an int or a non-empty sequence of ints in [1, {MAX_DEGREE}], "
-                f"got {self.degree!r}"
-            )
-        return sorted({int(d) for d in grid})
+        return check_int_grid(self.degree, "degree", 1, MAX_DEGREE)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -344,6 +346,8 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         """
         s, target, w = fit_inputs(self, X, y, sample_weight)
         degrees = self._candidate_degrees()
+        self.score_exponent_ = score_exponent(s)
+        s = rescale(s, self.score_exponent_)
 
         params = fit_transform_params(self.score_transform, s, w, self.n_knots)
         for key in TRANSFORM_KEYS:
@@ -386,5 +390,6 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         s = predict_scores(self, X)
         params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}
-        u, v = apply_transform(self.score_transform, s, params)
+        scaled = rescale(s, getattr(self, "score_exponent_", 0))
+        u, v = apply_transform(self.score_transform, scaled, params)
         return _predict(u, self.coef_, self.loss, v).astype(s.dtype, copy=False)

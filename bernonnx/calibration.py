@@ -30,7 +30,7 @@ from sklearn.utils.validation import (
 )
 
 from ._transforms import clipped_log_odds
-from ._validation import HasMethods, StrOptions, _fit_context
+from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
 from .bernstein import BernsteinCalibrator
 
 __all__ = ["CalibratedClassifier"]
@@ -182,6 +182,24 @@ def fit_kwargs(estimator, fit_params: dict, sample_weight, who: str, purpose: st
             stacklevel=3,
         )
     return kw
+
+
+def check_frozen_classes(estimator, classes: np.ndarray, who: str) -> None:
+    """Refuse a prefit (frozen) classifier whose ``classes_`` differ from ``y``'s.
+
+    Its score columns are indexed by its own classes: a 3-class model
+    calibrated on a binary ``y`` would silently calibrate one class's column
+    (or the last one) as if it were the positive class.
+    """
+    known = getattr(estimator, "classes_", None)
+    if known is None:
+        return
+    known = np.asarray(known)
+    if known.shape != classes.shape or not np.array_equal(known, classes):
+        raise ValueError(
+            f"{who} knows classes {known.tolist()} but y has classes {classes.tolist()}: its "
+            "scores would not match the labels. Calibrate it on labels of exactly its classes"
+        )
 
 
 def check_folds(cv, X, y, y_enc):
@@ -364,7 +382,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "calibrator": [HasMethods(["fit", "predict_proba"]), None],
         "cv": ["cv_object"],
         "ensemble": ["boolean", StrOptions({"auto"})],
-        "n_jobs": [int, None],
+        "n_jobs": [IntInterval(None, None, closed="neither"), None],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
         "log_odds": ["boolean"],
     }
@@ -387,6 +405,35 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.response_method = response_method
         self.log_odds = log_odds
+
+    #: What ``None`` stands for, per parameter.
+    _DEFAULTS = {"estimator": LinearSVC, "calibrator": BernsteinCalibrator}
+
+    def get_params(self, deep=True):
+        """Parameters of this estimator; with ``deep``, also those of the
+        default classifier and calibrator that ``None`` stands for
+        (``calibrator__degree``, ...), which :meth:`set_params` accepts."""
+        out = super().get_params(deep=deep)
+        if deep:
+            for key, default in self._DEFAULTS.items():
+                if out[key] is None:
+                    out.update((f"{key}__{k}", v) for k, v in default().get_params().items())
+        return out
+
+    def set_params(self, **params):
+        """Set parameters; ``calibrator__degree=8`` on ``calibrator=None`` sets it
+        on a fresh ``BernsteinCalibrator()`` (``estimator__C`` likewise on
+        ``LinearSVC()``), so that ``GridSearchCV`` can tune the defaults.
+
+        ``None`` stays the signature's default (scikit-learn forbids estimator
+        instances there: a shared mutable default), and becomes the default
+        instance only when a nested parameter is set.
+        """
+        for key, default in self._DEFAULTS.items():
+            nested = any(name.startswith(key + "__") for name in params)
+            if nested and params.get(key, getattr(self, key)) is None:
+                params = {**params, key: default()}
+        return super().set_params(**params)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None, **fit_params):
@@ -412,6 +459,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         estimator = LinearSVC() if self.estimator is None else self.estimator
         calibrator = BernsteinCalibrator() if self.calibrator is None else self.calibrator
         frozen = isinstance(estimator, FrozenEstimator)
+        if frozen:
+            check_frozen_classes(
+                estimator,
+                self.classes_,
+                f"the frozen estimator ({type(estimator.estimator).__name__})",
+            )
         ensemble = (not frozen) if self.ensemble == "auto" else self.ensemble
         method = resolve_response_method(estimator, self.response_method)
         self.response_method_ = method

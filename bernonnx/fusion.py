@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
@@ -12,12 +10,13 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
-from ._validation import HasMethods, StrOptions, _fit_context
+from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
 from .calibration import (
     _columns,
     as_scores,
     check_fit_data,
     check_folds,
+    check_frozen_classes,
     combine_one_vs_rest,
     fit_kwargs,
     resolve_response_method,
@@ -143,7 +142,7 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "cv": ["cv_object"],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
         "log_odds": ["boolean"],
-        "n_jobs": [Integral, None],
+        "n_jobs": [IntInterval(None, None, closed="neither"), None],
     }
 
     def __init__(
@@ -206,12 +205,7 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         cv = None
         for (name, est), method in zip(named, methods, strict=True):
             if isinstance(est, FrozenEstimator):
-                known = getattr(est, "classes_", None)
-                if known is not None and not np.array_equal(np.asarray(known), self.classes_):
-                    raise ValueError(
-                        f"the frozen estimator {name!r} knows classes {list(known)} but y has "
-                        f"classes {list(self.classes_)}: its scores would not match the labels"
-                    )
+                check_frozen_classes(est, self.classes_, f"the frozen estimator {name!r}")
                 fitted.append(est)
                 raw.append(response_scores(est, X, method, self.log_odds, self.classes_))
                 continue

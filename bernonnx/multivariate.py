@@ -38,14 +38,22 @@ from ._fitting import (
     COMPRESS_ABOVE,
     FIT_BINS,
     MAX_DEGREE,
+    MAX_FOLDS,
     SELECT_BINS,
     TRANSFORM_KEYS,
     mean_log_loss,
     one_standard_error_choice,
 )
-from ._transforms import TRANSFORMS, apply_transform, fit_transform_params
+from ._transforms import (
+    TRANSFORMS,
+    apply_transform,
+    fit_transform_params,
+    rescale,
+    score_exponent,
+)
 from ._validation import (
     Interval,
+    IntInterval,
     StrOptions,
     _finite_or_raise,
     _fit_context,
@@ -548,6 +556,9 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         The common degree of each candidate (``degree="auto"`` only).
     cv_log_loss_ : ndarray of shape (n_candidates,)
         Their mean validation log loss (``degree="auto"`` only).
+    score_exponent_ : ndarray of int of shape (M,)
+        Column ``m`` is multiplied by ``2^score_exponent_[m]`` before its
+        transform; 0 unless its scores are extreme (see BernsteinCalibrator).
     n_features_in_ : int
         Number of score columns ``M``.
 
@@ -557,7 +568,8 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
     ONNX converter emits), for a row ``s`` of shape ``(M,)``, ``K =
     degrees_``, ``c = coef_``::
 
-        for m in 0..M-1, with t = s[m], the transform of BernsteinCalibrator:
+        for m in 0..M-1, with t = s[m] * 2^score_exponent_[m], the transform
+        of BernsteinCalibrator:
             u_m = clip((t - shift_[m]) * scale_[m], 0, 1)        # "minmax"
             z_m = scale_[m] * max(t - shift_[m], 0)
                   + scale_below_[m] * min(t - shift_[m], 0)
@@ -617,7 +629,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
 
     _parameter_constraints: dict = {
         "degree": [
-            Interval(Integral, 1, MAX_DEGREE, closed="both"),
+            IntInterval(1, MAX_DEGREE, closed="both"),
             StrOptions({"auto"}),
             list,
             tuple,
@@ -625,9 +637,9 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         ],
         "loss": [StrOptions({"log", "squared"})],
         "score_transform": [StrOptions(set(TRANSFORMS))],
-        "n_knots": [Interval(Integral, 2, None, closed="left")],
+        "n_knots": [IntInterval(2, None, closed="left")],
         "logit_bound": [Interval(Real, 0, None, closed="neither")],
-        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_folds": [IntInterval(2, MAX_FOLDS, closed="both")],
         "solver": [StrOptions({"cvxpy"})],
         "min_slope": [Interval(Real, 0, 0.5, closed="left")],
     }
@@ -659,16 +671,17 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         elif isinstance(self.degree, Integral):
             candidates = [(int(self.degree),) * m_axes]
         else:
-            degrees = np.asarray(self.degree).ravel()
-            if (
-                degrees.shape[0] != m_axes
-                or not np.issubdtype(degrees.dtype, np.integer)
-                or degrees.min() < 1
-                or degrees.max() > MAX_DEGREE
+            degrees = np.asarray(self.degree, dtype=object).ravel()
+            if degrees.shape[0] != m_axes or not all(
+                isinstance(d, Integral)
+                and not isinstance(d, bool | np.bool_)
+                and 1 <= d
+                and d <= MAX_DEGREE
+                for d in degrees
             ):
                 raise ValueError(
                     f"degree must be 'auto', an int or a sequence of {m_axes} ints (one per "
-                    f"score column) in [1, {MAX_DEGREE}]; got {self.degree!r}"
+                    f"score column, not bools) in [1, {MAX_DEGREE}]; got {self.degree!r}"
                 )
             candidates = [tuple(int(d) for d in degrees)]
         size = math.prod(d + 1 for d in candidates[0])
@@ -724,6 +737,8 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         for name in _FITTED_OPTIONAL:
             if hasattr(self, name):
                 delattr(self, name)
+        self.score_exponent_ = np.array([score_exponent(s[:, m]) for m in range(m_axes)])
+        s = rescale(s, self.score_exponent_)
         params = [
             fit_transform_params(self.score_transform, s[:, m], w, self.n_knots)
             for m in range(m_axes)
@@ -781,7 +796,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
     def _positive_proba(self, X):
         check_is_fitted(self)
         s = self._validate_scores(X)
-        u, v = self._transform(s)
+        u, v = self._transform(rescale(s, getattr(self, "score_exponent_", 0)))
         with threadpool_limits(limits=1, user_api="blas"):
             p = _predict(u, v, self.coef_, self.loss)
         return p.astype(s.dtype, copy=False)

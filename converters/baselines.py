@@ -4,16 +4,20 @@ On column ``j`` of a float64 score matrix ``raw`` (comparisons in float64: a
 float32 score is exact there, uniform bin edges are not float32 values)::
 
     Platt            t   = s  |  log(c) - log(1 - c), c = Clip(s, eps, 1 - eps)   (log_odds)
+                     t   = Mul(Mul(t, 2^a), 2^b), a + b = score_exponent_   (if not 0)
                      p   = Sigmoid(slope * t + intercept)
     Histogram        p   = v0 + MatMul(Cast(Greater(s, edges)), diff(values))
+                     p   = Where(IsNaN(s), NaN, p)
     PlattHistogram   q   = Platt(s);  p = v0 + MatMul(Cast(Greater(q, edges)), diff(values))
+                     p   = Where(IsNaN(q), NaN, p)
 
 ``#{edges < s}`` selects the bin (right-closed bins, ``searchsorted(...,
 side="left")``); the telescoping sum of value steps equals ``values[k]`` up to
 rounding. With ``pair=True`` the last node yields ``[1 - p, p]`` directly
 (negated weights and biases in the same Gemm / Sigmoid).
 
-    Isotonic         c   = Clip(s, x[0], x[T-1])
+    Isotonic         s, x = s * 2^score_exponent_, x * 2^score_exponent_  (Mul nodes; if not 0)
+                     c   = Clip(s, x[0], x[T-1])
                      m   = #{x < c}  in two levels: b = #{block starts < c} over the
                            ceil(sqrt(T)) blocks of ceil(sqrt(T)) thresholds, then
                            #{x in block b < c} on Gather(blocks, b)
@@ -32,7 +36,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from bernonnx._transforms import rescale
 from bernonnx.converters._graph import GraphWriter
+from bernonnx.converters.bernstein import rescale_scores
 
 
 def _score(g: GraphWriter, raw: str, width: int, column: int) -> str:
@@ -52,7 +58,7 @@ def _platt_argument(g: GraphWriter, s: str, cal) -> str:
 
 def _platt(g: GraphWriter, s: str, cal, pair: bool) -> str:
     """``Sigmoid(slope t + intercept)``, or ``[s(-eta), s(eta)]`` with ``pair``."""
-    t = _platt_argument(g, s, cal)
+    t = rescale_scores(g, _platt_argument(g, s, cal), getattr(cal, "score_exponent_", 0))
     slope, intercept = float(cal.slope_), float(cal.intercept_)
     weights = [[-slope, slope]] if pair else [[slope]]
     bias = [-intercept, intercept] if pair else [intercept]
@@ -71,11 +77,18 @@ def _binned(g: GraphWriter, x: str, edges, values, pair: bool) -> str:
         base = np.array([1.0 - values[0], values[0]])
     if edges.shape[0] == 0:
         zero = g.const("zero", 0.0)
-        return g.node("Add", [g.node("Clip", [x, zero, zero]), g.const("v0", base[None, :])], "p")
-    above = g.node(
-        "Cast", [g.node("Greater", [x, g.const("edges", edges[None, :])])], to=TensorProto.DOUBLE
-    )
-    return g.node("Gemm", [above, g.const("steps", steps), g.const("v0", base)], "p")
+        p = g.node("Add", [g.node("Clip", [x, zero, zero]), g.const("v0", base[None, :])])
+    else:
+        above = g.node(
+            "Cast",
+            [g.node("Greater", [x, g.const("edges", edges[None, :])])],
+            to=TensorProto.DOUBLE,
+        )
+        p = g.node("Gemm", [above, g.const("steps", steps), g.const("v0", base)])
+    # NaN > edge is false, which would put a NaN score in the first bin with a
+    # confident value: give NaN, as every other calibrator graph does (Python
+    # raises). Not x - x or 0 * x, which would turn +-inf into NaN too.
+    return g.node("Where", [g.node("IsNaN", [x]), g.const("nan", np.nan), p], "p")
 
 
 def _isotonic(g: GraphWriter, s: str, cal) -> str:
@@ -85,7 +98,9 @@ def _isotonic(g: GraphWriter, s: str, cal) -> str:
             "IsotonicCalibrator(out_of_bounds='raise') cannot be exported: a graph cannot "
             "raise; use 'clip' or 'nan'"
         )
-    x = np.asarray(cal.x_thresholds_, dtype=np.float64)
+    exponent = getattr(cal, "score_exponent_", 0)
+    s = rescale_scores(g, s, exponent)
+    x = rescale(np.asarray(cal.x_thresholds_, dtype=np.float64), exponent)
     y = np.asarray(cal.y_thresholds_, dtype=np.float64)
     t = x.shape[0]
     c = g.node("Clip", [s, g.const("x_first", x[0]), g.const("x_last", x[-1])], "c")

@@ -3,6 +3,7 @@
 Nodes emitted on a float64 score matrix ``raw`` (N, K) whose column ``j`` is
 the score ``s``::
 
+    rescale  s  = Mul(Mul(s, 2^a), 2^b), a + b = score_exponent_   (only when it is not 0)
     affine   a  = [(s - shift) * scale, (s - shift) * scale_below]       (N, 2)
     logistic z  = ReduceMax(a)  (ReduceMin when scale < scale_below)
              uv = Max(Sigmoid(MatMul(z, [[1, -1]])), 1e-300)             [u, v]
@@ -40,6 +41,7 @@ import numpy as np
 from onnx import TensorProto
 from scipy.special import comb, gammaln
 
+from bernonnx._transforms import exponent_factors
 from bernonnx.converters._graph import GraphWriter
 
 TINY = 1e-300
@@ -66,9 +68,26 @@ def _affine(g: GraphWriter, raw: str, width: int, column: int, shift, slopes, ex
     return g.node("Gemm", [raw, g.const("w", weights), g.const("b", -shift * slopes)])
 
 
+def rescale_scores(g: GraphWriter, s: str, exponent) -> str:
+    """``s * 2^exponent`` as ``rescale`` computes it: two exact power-of-two
+    ``Mul`` nodes (one factor per column for a vector ``exponent``); ``s``
+    itself when every exponent is 0."""
+    exponent = np.atleast_1d(np.asarray(exponent, dtype=np.int64))
+    if not exponent.any():
+        return s
+    first, second = np.array([exponent_factors(int(e)) for e in exponent]).T
+    s = g.node("Mul", [s, g.const("pow2_first", first[None, :])])
+    return g.node("Mul", [s, g.const("pow2_second", second[None, :])], "rescaled")
+
+
 def _uv(g: GraphWriter, raw: str, width: int, column: int, cal, exact: bool) -> str:
     """``[u, v]`` (N, 2), floored at 1e-300."""
     tiny = g.const("tiny", TINY)
+    exponent = int(getattr(cal, "score_exponent_", 0))
+    if exponent:
+        # extreme scores: rescale the column first, exactly as Python does
+        s = raw if width == 1 else g.column(raw, column)
+        raw, width, column, exact = rescale_scores(g, s, exponent), 1, 0, True
     if cal.score_transform == "logistic":
         a = _affine(g, raw, width, column, cal.shift_, [cal.scale_, cal.scale_below_], exact)
         z = _reduce(g, "ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)

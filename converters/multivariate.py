@@ -5,6 +5,7 @@ Nodes emitted on a float64 score matrix ``s`` (N, M), one column per
 classifier, all columns transformed at once (elementwise, so an infinite
 score in one column never meets another column's slope)::
 
+    s = Mul(Mul(s, 2^a), 2^b), a + b = score_exponent_ per column   (if any is not 0)
     d = Clip(s - shift, -1e300, 1e300)                                   (N, M)
     logistic  z = Max(d, 0) * scale + Min(d, 0) * scale_below
               uv = Sigmoid(Concat(z, -z))                   [u_1..u_M, v_1..v_M]
@@ -38,7 +39,7 @@ from onnx import TensorProto
 
 from bernonnx._transforms import _MAX_DIFF
 from bernonnx.converters._graph import GraphWriter
-from bernonnx.converters.bernstein import BASES, TINY, log_binomial, pow_basis
+from bernonnx.converters.bernstein import BASES, TINY, log_binomial, pow_basis, rescale_scores
 
 
 def _quantile_u(g: GraphWriter, s: str, cal) -> str:
@@ -75,6 +76,7 @@ def _quantile_u(g: GraphWriter, s: str, cal) -> str:
 
 def _uv(g: GraphWriter, s: str, cal) -> str:
     """``[u_1..u_M, v_1..v_M]`` (N, 2M), floored at 1e-300."""
+    s = rescale_scores(g, s, getattr(cal, "score_exponent_", 0))
     if cal.score_transform == "quantile":
         u = _quantile_u(g, s, cal)
         uv = g.node("Concat", [u, g.node("Sub", [g.const("one", 1.0), u])], axis=1)

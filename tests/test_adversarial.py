@@ -1,0 +1,433 @@
+"""Adversarial inputs for every public estimator, the meta-estimators and the metrics.
+
+Properties, not snapshots: valid input gives finite probabilities in [0, 1]
+whose rows sum to 1, ranking is kept where strict monotonicity is promised,
+and anything else is refused with a ValueError that says what is wrong.
+Each item of issue 10 has its regression test here (named ``test_item_N_...``).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV
+
+from bernonnx import (
+    BernsteinCalibrator,
+    CalibratedClassifier,
+    FusionClassifier,
+    HistogramCalibrator,
+    IsotonicCalibrator,
+    MultivariateBernsteinCalibrator,
+    PlattCalibrator,
+    PlattHistogramCalibrator,
+)
+from bernonnx.deploy import run_onnx
+from bernonnx.export import to_onnx
+from bernonnx.metrics import calibration_report, expected_calibration_error
+
+# ------------------------------------------------------------------ item 1
+
+
+@pytest.fixture(scope="module")
+def three_class():
+    X, y = make_classification(n_samples=600, n_classes=3, n_informative=4, random_state=0)
+    return X, y, LogisticRegression().fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "relabel",
+    [lambda y: y == 1, lambda y: np.where(y == 2, 1, y), lambda y: y + 1, lambda y: y.astype(str)],
+    ids=["binary", "two_of_three", "shifted", "strings"],
+)
+def test_item_1_frozen_classes_must_match_y(three_class, relabel):
+    X, y, model = three_class
+    y_bad = relabel(y)
+    for est in (
+        CalibratedClassifier(FrozenEstimator(model)),
+        CalibratedClassifier(FrozenEstimator(model), ensemble=True, cv=2),
+    ):
+        with pytest.raises(ValueError, match=r"knows classes \[0, 1, 2\] but y has classes"):
+            est.fit(X, y_bad)
+    with pytest.raises(ValueError, match=r"knows classes \[0, 1, 2\] but y has classes"):
+        FusionClassifier([("lr", FrozenEstimator(model))]).fit(X, y_bad)
+
+
+def test_item_1_matching_frozen_classes_still_fit(three_class):
+    X, y, model = three_class
+    clf = CalibratedClassifier(FrozenEstimator(model), BernsteinCalibrator(degree=4))
+    proba = clf.fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+
+# ----------------------------------------------------------------- item 10
+
+
+def test_item_10_grid_search_tunes_the_default_calibrator():
+    X, y = make_classification(n_samples=300, random_state=0)
+    search = GridSearchCV(
+        CalibratedClassifier(LogisticRegression(), cv=3), {"calibrator__degree": [2, 8]}, cv=2
+    ).fit(X, y)
+    best = search.best_estimator_
+    degree = search.best_params_["calibrator__degree"]
+    assert best.calibrated_classifiers_[0].calibrators[0].degree_ == degree
+
+
+def test_item_10_nested_defaults_are_listed_and_settable():
+    clf = CalibratedClassifier()
+    params = clf.get_params(deep=True)
+    assert params["calibrator"] is None and params["calibrator__degree"] == "auto"
+    assert "estimator__C" in params
+    assert clf.get_params(deep=False)["calibrator"] is None
+    clf.set_params(calibrator__degree=3, estimator__C=0.5)
+    assert isinstance(clf.calibrator, BernsteinCalibrator) and clf.calibrator.degree == 3
+    assert clf.estimator.C == 0.5
+    # a fresh instance keeps None: no shared mutable default was changed
+    assert CalibratedClassifier().calibrator is None
+    both = CalibratedClassifier().set_params(calibrator=None, calibrator__loss="squared")
+    assert both.calibrator.loss == "squared"
+
+
+# ----------------------------------------------------------------- item 12
+
+S12 = np.linspace(-2, 2, 200)
+Y12 = (np.sin(7 * S12) + S12 > 0).astype(int)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        BernsteinCalibrator(degree=True),
+        BernsteinCalibrator(degree=[True, 3]),
+        BernsteinCalibrator(degree=np.array([2, 3], dtype=bool)),
+        BernsteinCalibrator(n_folds=True),
+        BernsteinCalibrator(n_knots=np.True_, score_transform="quantile"),
+        HistogramCalibrator(n_bins=True),
+        PlattHistogramCalibrator(n_bins=True),
+        MultivariateBernsteinCalibrator(degree=True),
+        MultivariateBernsteinCalibrator(degree=(True, 2)),
+        MultivariateBernsteinCalibrator(n_folds=False),
+        CalibratedClassifier(n_jobs=True),
+        FusionClassifier([("lr", LogisticRegression())], n_jobs=True),
+    ],
+    ids=repr,
+)
+def test_item_12_bools_are_not_integers(est):
+    X = S12 if hasattr(est, "score_transform") or "Histogram" in type(est).__name__ else None
+    if isinstance(est, MultivariateBernsteinCalibrator):
+        X = np.c_[S12, S12**3]
+    elif X is None:
+        X = np.c_[S12, S12**2]
+    with pytest.raises(ValueError, match=r"(?i)bool|got (np\.)?(True|False)"):
+        est.fit(X, Y12)
+
+
+@pytest.mark.parametrize("est", [BernsteinCalibrator, MultivariateBernsteinCalibrator])
+def test_item_12_n_folds_is_capped(est):
+    X = S12 if est is BernsteinCalibrator else np.c_[S12, S12**3]
+    with pytest.raises(ValueError, match=r"n_folds.*\[2, 20\]"):
+        est(degree=[2, 3] if est is BernsteinCalibrator else "auto", n_folds=10**6).fit(X, Y12)
+    if est is BernsteinCalibrator:
+        est(degree=[2, 3], n_folds=20).fit(X, Y12)
+
+
+# ------------------------------------------------------------ items 2 and 11: graphs
+
+RNG = np.random.default_rng(0)
+S_FIT = RNG.standard_t(4, size=600)
+Y_FIT = (RNG.random(600) < 1 / (1 + np.exp(-1.5 * S_FIT))).astype(int)
+
+GRAPH_CALIBRATORS = {
+    "bernstein_logistic": lambda: BernsteinCalibrator(degree=6),
+    "bernstein_quantile_squared": lambda: BernsteinCalibrator(
+        degree=6, loss="squared", score_transform="quantile"
+    ),
+    "bernstein_minmax": lambda: BernsteinCalibrator(degree=6, score_transform="minmax"),
+    "platt": lambda: PlattCalibrator(),
+    "platt_log_odds": lambda: PlattCalibrator(log_odds=True),
+    "isotonic": lambda: IsotonicCalibrator(),
+    "histogram": lambda: HistogramCalibrator(),
+    "platt_histogram": lambda: PlattHistogramCalibrator(),
+    "multivariate": lambda: MultivariateBernsteinCalibrator(degree=3),
+}
+
+
+def graph_scores(name, s):
+    if name == "multivariate":
+        return np.c_[s, np.tanh(s) + 0.1 * np.sin(5 * s)]
+    if "log_odds" in name:
+        return (1 / (1 + np.exp(-s)))[:, None]
+    return s[:, None]
+
+
+@pytest.fixture(scope="module")
+def fitted_graph_calibrators():
+    return {
+        name: make().fit(graph_scores(name, S_FIT), Y_FIT)
+        for name, make in GRAPH_CALIBRATORS.items()
+    }
+
+
+def run_graph(model, X, dtype, basis="exp"):
+    onx = to_onnx(model, X[:1], dtype=dtype, basis=basis)
+    out = run_onnx(onx, {onx.graph.input[0].name: np.asarray(X, dtype=dtype)})
+    return out["label"], out["probabilities"]
+
+
+@pytest.mark.parametrize("basis", ["exp", "pow"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(GRAPH_CALIBRATORS))
+def test_items_2_and_11_graph_nan_inf_and_empty_batches(
+    fitted_graph_calibrators, name, dtype, basis
+):
+    cal = fitted_graph_calibrators[name]
+    width = graph_scores(name, S_FIT[:1]).shape[1]
+    X = graph_scores(name, S_FIT)
+    onx = to_onnx(cal, X[:1], dtype=dtype, basis=basis)
+    feed = onx.graph.input[0].name
+
+    def run(Z):
+        out = run_onnx(onx, {feed: np.asarray(Z, dtype=dtype).reshape(-1, width)})
+        return out["label"], out["probabilities"]
+
+    # item 11: a 0-row batch gives empty outputs of the right shapes
+    label, proba = run(np.empty((0, width)))
+    assert label.shape == (0,) and proba.shape == (0, 2) and proba.dtype == dtype
+    # item 2: NaN gives NaN probabilities and the first class, in every graph
+    label, proba = run(np.full((2, width), np.nan))
+    assert np.all(np.isnan(proba)) and np.all(label == cal.classes_[0])
+    # +-inf give finite limits, batch 1 and a large batch agree with Python
+    lo, hi = (0.0, 1.0) if "log_odds" in name else (-np.inf, np.inf)
+    label, proba = run(np.array([[hi] * width, [lo] * width]))
+    assert np.all(np.isfinite(proba))
+    # held-out scores: on the fitted rows, a Platt value equal to a bin edge can
+    # land in the other bin when onnxruntime's Sigmoid rounds differently
+    big = graph_scores(name, np.random.default_rng(1).standard_t(4, size=1000)).astype(dtype)
+    label, proba = run(big)
+    np.testing.assert_allclose(proba, cal.predict_proba(big), atol=2e-6, rtol=0)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+
+
+_BASE_ZERO_ROWS = (
+    "skl2onnx's float64 linear classifier computes its (unused) label with "
+    "ArrayFeatureExtractor, which onnxruntime refuses for 0 indices; base models "
+    "are being made 0-row safe separately"
+)
+
+
+@pytest.mark.parametrize(
+    "base, dtype",
+    [
+        ("logistic", np.float32),
+        pytest.param(
+            "logistic", np.float64, marks=pytest.mark.xfail(strict=False, reason=_BASE_ZERO_ROWS)
+        ),
+        ("forest", np.float32),
+        ("forest", np.float64),
+    ],
+)
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_item_11_one_graph_empty_batch(base, dtype, n_classes):
+    X, y = make_classification(n_samples=300, n_classes=n_classes, n_informative=4, random_state=0)
+    model = (
+        LogisticRegression()
+        if base == "logistic"
+        else RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)
+    )
+    clf = CalibratedClassifier(model, BernsteinCalibrator(degree=3), cv=2).fit(X, y)
+    label, proba = run_graph(clf, X[:0], dtype)
+    assert label.shape == (0,) and proba.shape == (0, n_classes)
+
+
+# ------------------------------------------------- items 3 and 4: extreme scales (hypothesis)
+
+ONE_SCORE = {
+    "bernstein_logistic": lambda: BernsteinCalibrator(degree=5),
+    "bernstein_minmax": lambda: BernsteinCalibrator(degree=5, score_transform="minmax"),
+    "bernstein_quantile_squared": lambda: BernsteinCalibrator(
+        degree=5, loss="squared", score_transform="quantile"
+    ),
+    "bernstein_auto": lambda: BernsteinCalibrator(degree=[2, 4], n_folds=3),
+    "bernstein_auto_quantile": lambda: BernsteinCalibrator(
+        degree=[2, 4], n_folds=3, score_transform="quantile"
+    ),
+    "platt": lambda: PlattCalibrator(),
+    "platt_histogram": lambda: PlattHistogramCalibrator(n_bins=5),
+    "isotonic": lambda: IsotonicCalibrator(),
+    "histogram": lambda: HistogramCalibrator(n_bins=8),
+}
+#: strictly increasing maps: the ranking (hence the AUC) of the scores is kept
+STRICT = {"bernstein_logistic", "bernstein_minmax", "bernstein_quantile_squared", "platt"}
+SCALES = st.one_of(
+    st.integers(-300, 300).map(lambda k: 10.0**k),
+    st.sampled_from([1e-310, 1e-320, 1e305, 1e-300, 1e300]),
+)
+LABELS = st.sampled_from(["int", "str", "bool"])
+
+
+def drawn_problem(seed, n, scale, ties, labels, weighted):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=n)
+    if ties:
+        s = np.round(s * 2) / 2
+    y = rng.random(n) < 1 / (1 + np.exp(-2 * s))
+    y[:2] = [False, True]
+    y = {"int": y.astype(int), "str": np.where(y, "pos", "neg"), "bool": y}[labels]
+    w = rng.integers(1, 4, size=n).astype(float) if weighted else None
+    return s * scale, y, w
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    name=st.sampled_from(sorted(ONE_SCORE)),
+    seed=st.integers(0, 2**16),
+    n=st.integers(20, 400),
+    scale=SCALES,
+    ties=st.booleans(),
+    labels=LABELS,
+    weighted=st.booleans(),
+)
+def test_items_3_4_extreme_scales_fit_and_keep_properties(
+    name, seed, n, scale, ties, labels, weighted
+):
+    s, y, w = drawn_problem(seed, n, scale, ties, labels, weighted)
+    cal = ONE_SCORE[name]().fit(s, y, sample_weight=w)
+    proba = cal.predict_proba(s)
+    assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    assert set(cal.predict(s)) <= set(np.unique(y))
+    order = np.argsort(s, kind="stable")
+    p = proba[order, 1]
+    if name in STRICT or name in ("isotonic", "platt_histogram") or "bernstein" in name:
+        assert np.all(np.diff(p) >= -1e-12), "non-decreasing in the score"
+    if name in STRICT and getattr(cal, "slope_", 1.0) > 0:  # Platt may fit a flat map
+        distinct = np.diff(s[order]) > 0
+        assert np.all(np.diff(p)[distinct] > 0), "ranking kept"
+
+
+@pytest.mark.parametrize("name", sorted(ONE_SCORE))
+@pytest.mark.parametrize("scale", [1e300, 1e-310, 1e-320])
+def test_items_3_4_extreme_scales_auc_and_graph_parity(name, scale):
+    s, y, _ = drawn_problem(3, 400, scale, False, "int", False)
+    cal = ONE_SCORE[name]().fit(s, y)
+    p = cal.predict_proba(s)[:, 1]
+    if name in STRICT:
+        assert roc_auc_score(y, p) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    held_out = np.r_[drawn_problem(4, 300, scale, False, "int", False)[0], s.min(), s.max()]
+    _, proba = run_graph(cal, held_out[:, None], np.float64)
+    np.testing.assert_allclose(proba, cal.predict_proba(held_out), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-310])
+@pytest.mark.parametrize("transform", ["quantile", "logistic", "minmax"])
+def test_item_4_multivariate_extreme_scales(scale, transform):
+    s, y, _ = drawn_problem(5, 400, 1.0, False, "int", False)
+    S = np.c_[s * scale, np.tanh(s) + 0.3 * np.random.default_rng(6).normal(size=400)]
+    cal = MultivariateBernsteinCalibrator(degree=3, score_transform=transform).fit(S, y)
+    assert cal.score_exponent_[0] != 0 and cal.score_exponent_[1] == 0
+    proba = cal.predict_proba(S)
+    assert np.all(np.isfinite(proba))
+    assert roc_auc_score(y, proba[:, 1]) > 0.75
+    _, onnx_proba = run_graph(cal, S, np.float64)
+    np.testing.assert_allclose(onnx_proba, proba, atol=1e-12, rtol=0)
+
+
+# ----------------------------------------------------------------- item 5
+
+
+@pytest.mark.parametrize("loss", ["squared", "log"])
+@pytest.mark.parametrize("transform", ["logistic", "minmax", "quantile"])
+def test_item_5_monotone_up_to_the_stated_rounding_bound(loss, transform):
+    """The float64 evaluation may drop between neighbouring scores by rounding
+    of the basis (d products per term); the README states 2 * degree * eps
+    absolute. Measured: 1.3 * degree * eps (squared), 0.8 (log), at degree 100."""
+    degree = 100
+    rng = np.random.default_rng(0)
+    s = rng.standard_t(3, size=4000)
+    y = (rng.random(4000) < 1 / (1 + np.exp(-2 * np.tanh(s)))).astype(int)
+    cal = BernsteinCalibrator(degree=degree, loss=loss, score_transform=transform).fit(s, y)
+    x = np.sort(np.r_[np.linspace(s.min() - 1, s.max() + 1, 100001), s])
+    p = cal.predict_proba(x)[:, 1]
+    assert np.max(-np.diff(p)) <= 2 * degree * np.finfo(np.float64).eps
+    # and the drops are rounding only: the map rises by far more across the range
+    assert p[-1] - p[0] > 0.5
+
+
+# ------------------------------------------------------------------ metrics
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 300),
+    labels=LABELS,
+    weighted=st.booleans(),
+    extreme=st.booleans(),
+)
+def test_metrics_are_finite_and_bounded_on_drawn_input(seed, n, labels, weighted, extreme):
+    rng = np.random.default_rng(seed)
+    p = rng.random(n)
+    if extreme:
+        p[rng.random(n) < 0.3] = rng.choice([0.0, 1.0, 1e-300, 1 - 1e-16])
+    y = rng.random(n) < p
+    y[0] = True
+    y = {"int": y.astype(int), "str": np.where(y, "pos", "neg"), "bool": y}[labels]
+    pos = {"int": 1, "str": "pos", "bool": True}[labels]
+    w = rng.integers(1, 4, size=n).astype(float) if weighted else None
+    report = calibration_report(y, p, sample_weight=w, pos_label=pos)
+    for key in ("ece", "mce", "brier", "rmsce"):
+        assert 0.0 <= report[key] <= 1.0, key
+    assert np.isfinite(report["log_loss"]) and report["log_loss"] >= 0
+
+
+@pytest.mark.parametrize(
+    "p, match",
+    [
+        ([0.2, np.nan, 0.7], "(?i)nan"),
+        ([0.2, 1.5, 0.7], r"(?i)\[0, 1\]|range|between"),
+        ([0.2, -0.1, 0.7], r"(?i)\[0, 1\]|range|between"),
+    ],
+)
+def test_metrics_refuse_bad_probabilities(p, match):
+    with pytest.raises(ValueError, match=match):
+        expected_calibration_error([0, 1, 1], p)
+
+
+# ------------------------------------------------------- batch sizes in Python
+
+
+@pytest.mark.parametrize("name", list(GRAPH_CALIBRATORS))
+def test_python_batches_0_1_and_large(fitted_graph_calibrators, name):
+    cal = fitted_graph_calibrators[name]
+    X = graph_scores(name, np.random.default_rng(2).normal(size=20000))
+    with pytest.raises(ValueError, match="0 sample"):
+        cal.predict_proba(X[:0])
+    one, many = cal.predict_proba(X[:1]), cal.predict_proba(X)
+    assert one.shape == (1, 2) and many.shape == (20000, 2)
+    # the basis dot product goes through BLAS, whose kernels differ by batch size
+    np.testing.assert_allclose(one[0], many[0], atol=1e-15, rtol=0)
+    assert np.all(np.isfinite(many)) and np.all((many >= 0) & (many <= 1))
+
+
+@pytest.mark.parametrize("labels", ["int", "str", "bool"])
+def test_meta_estimators_on_label_types_and_batches(labels):
+    X, y = make_classification(n_samples=240, random_state=1)
+    y = {"int": y * 3 - 1, "str": np.where(y, "yes", "no"), "bool": y.astype(bool)}[labels]
+    for est in (
+        CalibratedClassifier(LogisticRegression(), BernsteinCalibrator(degree=3), cv=2),
+        FusionClassifier(
+            [("lr", LogisticRegression()), ("lr2", LogisticRegression(C=0.01))],
+            MultivariateBernsteinCalibrator(degree=2),
+            cv=2,
+        ),
+    ):
+        est.fit(X, y)
+        proba = est.predict_proba(X)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+        assert est.predict_proba(X[:1]).shape == (1, 2)
+        assert set(est.predict(X)) <= set(np.unique(y))
