@@ -144,11 +144,22 @@ def _describe(model) -> dict[str, str]:
 FLOAT32_INPUT_TOLERANCE = 1e-3
 
 
+def _numeric(X) -> np.ndarray:
+    """The numeric values of an array or of a DataFrame's numeric columns."""
+    if hasattr(X, "dtypes"):
+        X = X[[c for c in X.columns if X[c].dtype.kind in "biuf"]]
+    return np.asarray(X, dtype=np.float64)
+
+
 def float32_input_loss(model, X_sample) -> float:
     """Max change of ``model.predict_proba`` on ``X_sample`` when its numeric
     values are rounded to float32 (both evaluated in float64)."""
     X64 = _as_dtype(X_sample, np.float64)
-    X32 = _as_dtype(_as_dtype(X_sample, np.float32), np.float64)
+    with np.errstate(over="ignore"):  # beyond float32's range: inf, measured below
+        X32 = _as_dtype(_as_dtype(X_sample, np.float32), np.float64)
+    finite = np.isfinite(_numeric(X64))
+    if np.any(finite & ~np.isfinite(_numeric(X32))):
+        return float("inf")  # float32 cannot hold these values at all
     try:
         p64, p32 = model.predict_proba(X64), model.predict_proba(X32)
     except ValueError:  # X_sample the model refuses (NaN...): nothing to measure
@@ -240,14 +251,20 @@ def to_onnx(
 
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
-    loss = float32_input_loss(model, X_sample)
+    wants_float32 = dtype is None or np.dtype(dtype) == np.float32
+    loss = float32_input_loss(model, X_sample) if wants_float32 else 0.0
     if dtype is None:
         dtype = np.float64 if loss > FLOAT32_INPUT_TOLERANCE else np.float32
     elif np.dtype(dtype) == np.float32 and loss > FLOAT32_INPUT_TOLERANCE:
+        why = (
+            "X_sample holds values beyond float32's range (3.4e38)"
+            if np.isinf(loss)
+            else f"rounding X_sample to float32 moves the model's probabilities by up to "
+            f"{loss:.3g} (> {FLOAT32_INPUT_TOLERANCE:g}), so a float32 graph would flatten "
+            "the scores"
+        )
         raise ValueError(
-            f"dtype=np.float32 cannot carry these inputs: rounding X_sample to float32 moves "
-            f"the model's probabilities by up to {loss:.3g} (> {FLOAT32_INPUT_TOLERANCE:g}), "
-            "so a float32 graph would flatten the scores; use dtype=np.float64"
+            f"dtype=np.float32 cannot carry these inputs: {why}; use dtype=np.float64"
         )
     register_converters()
     final = _final_estimator(model)

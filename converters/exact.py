@@ -70,7 +70,7 @@ from sklearn.linear_model import (
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
-from sklearn.svm import LinearSVC
+from sklearn.svm import SVC, LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from bernonnx.converters._graph import DOUBLE, FLOAT, GraphWriter
@@ -224,6 +224,12 @@ def exact_supported(model, method: str) -> bool:
         return method == "predict_proba" and getattr(model, "n_outputs_", 1) == 1
     if isinstance(model, LINEAR):
         return method == "decision_function" or isinstance(model, LogisticRegression)
+    if isinstance(model, SVC):
+        return (
+            method == "decision_function"
+            and model.kernel in _KERNELS
+            and (model.decision_function_shape == "ovr" or len(model.classes_) == 2)
+        )
     return isinstance(model, GaussianNB | MLPClassifier)
 
 
@@ -373,6 +379,72 @@ def _mlp_logits(g: GraphWriter, x: str, model, elem: int) -> str:
         if i < len(model.coefs_) - 1 and act is not None:
             x = g.node(act, [x])
     return x
+
+
+_KERNELS = ("rbf", "linear", "poly", "sigmoid")
+
+
+def _svc_decision(g: GraphWriter, x: str, model) -> str:
+    """libsvm's one-vs-one decision values in float64 (``svm_predict_values``:
+    per pair (i, j) the kernel values of class i's support vectors weighted by
+    ``dual_coef[j - 1]``, class j's by ``dual_coef[i]``, plus the intercept),
+    then scikit-learn's sign flip (binary) or ``_ovr_decision_function``."""
+    sv = np.asarray(model.support_vectors_, dtype=np.float64)
+    gamma, coef0, degree = float(model._gamma), float(model.coef0), float(model.degree)
+    # Scalars go into the support vectors, never onto the MatMul's output:
+    # onnxruntime fuses MatMul * scalar into a FusedMatMul that lost 5e-7 of a
+    # float64 decision value here. 2 * sv is exact; gamma * sv moves each term
+    # by one rounding (1e-16 relative), libsvm's gamma * dot(x, sv) another.
+    if model.kernel == "rbf":
+        xx = _reduce(g, "ReduceSum", g.node("Mul", [x, x]), 1, 1)
+        d = g.node("Add", [xx, g.const("ss", (sv * sv).sum(axis=1)[None, :])])
+        d = g.node("Sub", [d, g.node("MatMul", [x, g.const("two_sv_t", 2.0 * sv.T)])])
+        kernel = g.node("Exp", [g.node("Mul", [g.const("ngamma", -gamma), d])])
+    elif model.kernel == "linear":
+        kernel = g.node("MatMul", [x, g.const("sv_t", sv.T)])
+    else:
+        xs = g.node("MatMul", [x, g.const("gamma_sv_t", gamma * sv.T)])
+        arg = g.node("Add", [xs, g.const("c0", coef0)])
+        if model.kernel == "poly":
+            kernel = g.node("Pow", [arg, g.const("degree", degree)])
+        else:
+            kernel = g.node("Tanh", [arg])
+    n_classes, counts = len(model.classes_), np.asarray(model._n_support)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    dual = np.asarray(model._dual_coef_, dtype=np.float64)
+    pairs = [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+    weights = np.zeros((len(sv), len(pairs)))
+    for p, (i, j) in enumerate(pairs):
+        weights[starts[i] : starts[i + 1], p] = dual[j - 1, starts[i] : starts[i + 1]]
+        weights[starts[j] : starts[j + 1], p] = dual[i, starts[j] : starts[j + 1]]
+    dec = g.node(
+        "Add",
+        [
+            g.node("MatMul", [kernel, g.const("dual", weights)]),
+            g.const("intercept", np.asarray(model._intercept_, dtype=np.float64)),
+        ],
+    )
+    if n_classes == 2:
+        return g.node("Neg", [dec])
+    # _ovr_decision_function(dec < 0, -dec, n_classes)
+    to_i, to_j = np.zeros((len(pairs), n_classes)), np.zeros((len(pairs), n_classes))
+    for p, (i, j) in enumerate(pairs):
+        to_i[p, i], to_j[p, j] = 1.0, 1.0
+    confidence = g.node("MatMul", [dec, g.const("conf", to_i - to_j)])
+    negative = g.node("Cast", [g.node("Less", [dec, g.const("zero", 0.0)])], to=DOUBLE)
+    positive = g.node("Sub", [g.const("one", 1.0), negative])
+    votes = g.node(
+        "Add",
+        [
+            g.node("MatMul", [positive, g.const("vote_i", to_i)]),
+            g.node("MatMul", [negative, g.const("vote_j", to_j)]),
+        ],
+    )
+    scale = g.node(
+        "Mul",
+        [g.const("three", 3.0), g.node("Add", [g.node("Abs", [confidence]), g.const("one", 1.0)])],
+    )
+    return g.node("Add", [votes, g.node("Div", [confidence, scale])])
 
 
 def _tree_arrays(model):
@@ -551,6 +623,9 @@ def exact_scores(g: GraphWriter, x: str, elem: int, model, method: str, options:
         if model.out_activation_ == "softmax":
             return _softmax(g, z)
         return _binary_pair(g, g.node("Sigmoid", [z]))
+    if isinstance(model, SVC):
+        z = _svc_decision(g, _as(g, x, DOUBLE, elem), model)
+        return _signed_pair(g, z) if n_classes == 2 else z
     # linear models
     work = DOUBLE if np.result_type(seen, np.asarray(model.coef_).dtype) == np.float64 else FLOAT
     z = _as(

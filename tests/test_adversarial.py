@@ -213,20 +213,11 @@ def test_items_2_and_11_graph_nan_inf_and_empty_batches(
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
 
 
-_BASE_ZERO_ROWS = (
-    "skl2onnx's float64 linear classifier computes its (unused) label with "
-    "ArrayFeatureExtractor, which onnxruntime refuses for 0 indices; base models "
-    "are being made 0-row safe separately"
-)
-
-
 @pytest.mark.parametrize(
     "base, dtype",
     [
         ("logistic", np.float32),
-        pytest.param(
-            "logistic", np.float64, marks=pytest.mark.xfail(strict=False, reason=_BASE_ZERO_ROWS)
-        ),
+        ("logistic", np.float64),  # skl2onnx's linear label node refused 0 rows
         ("forest", np.float32),
         ("forest", np.float64),
     ],

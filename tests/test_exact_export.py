@@ -32,6 +32,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
+from sklearn.svm import SVC
 
 from bernonnx import BernsteinCalibrator, CalibratedClassifier
 from bernonnx.converters.exact import round_down_float32
@@ -144,6 +145,20 @@ def test_gaussian_nb_log_odds_from_joint_log_likelihood(n_features, dtype):
     jll = base.predict_joint_log_proba(X[3000:])
     assert np.abs(jll[:, 1] - jll[:, 0]).max() > 34.6  # beyond the clipped log-odds
     assert_every_row(cal, X[3000:], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "sigmoid"])
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_svc_decision_function_as_libsvm(kernel, n_classes, dtype):
+    """libsvm's one-vs-one sums and scikit-learn's one-vs-rest votes, in float64."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(1500, 5))
+    y = rng.integers(0, n_classes, 1500)
+    X[np.arange(1500), y] += 1.5
+    base = make_pipeline(StandardScaler(), SVC(kernel=kernel)).fit(X[:600], y[:600])
+    cal = CalibratedClassifier(FrozenEstimator(base)).fit(X[600:1000], y[600:1000])
+    assert_every_row(cal, X[1000:], dtype)
 
 
 @pytest.mark.parametrize("ensemble", [True, False])

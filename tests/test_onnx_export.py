@@ -147,11 +147,9 @@ BASE_MODELS = {
 }
 
 
-#: skl2onnx 1.20 converts SVC to ai.onnx.ml SVMClassifier, which computes in
-#: float32 even in a float64 graph (measured ~1e-7, libsvm computes in float64):
-#: its float64 graphs are held to the float32 tolerance. Every other base model
-#: goes through converters/exact.py and computes what scikit-learn computes.
-FLOAT32_INSIDE = {"SVC"}
+#: Base models whose graphs compute in float32 where scikit-learn uses float64:
+#: none since converters/exact.py (skl2onnx's SVMClassifier and tree ensembles did).
+FLOAT32_INSIDE: set[str] = set()
 
 
 def base_model_float32_error(base, X):
