@@ -23,8 +23,9 @@ The matrix (``full``; data sets, splits, models, preprocessing: ``tests/_realdat
 5. other preprocessing, prefit, 10 models: MinMaxScaler (diabetes, seed 000's),
    RobustScaler (magic), SimpleImputer + StandardScaler on NaN-holed columns (credit).
 
-Every cell uses the default calibrator (``BernsteinCalibrator()``). ``--quick``: credit
-and shoppers, five models, prefit, both dtypes, plus one k-fold and one multiclass cell.
+Every cell uses the default calibrator (``BernsteinCalibrator()``). ``--quick`` runs the
+cells ``tests/test_real_parity.py`` enforces (``_realdata.quick_cells``): credit and
+shoppers, five models, prefit, both dtypes, plus one k-fold and one multiclass cell.
 
 Run::
 
@@ -64,13 +65,6 @@ MODELS = tuple(rd.BASE_MODELS)
 DTYPES = ("float32", "float64")
 #: The fields naming a cell, in table order.
 KEYS = ("dataset", "task", "preprocessing", "model", "mode", "calibration", "dtype")
-QUICK_MODELS = (
-    "LogisticRegression",
-    "RandomForest",
-    "HistGradientBoosting",
-    "MLPClassifier",
-    "GaussianNB",
-)
 
 
 def full_matrix() -> list[rd.Cell]:
@@ -93,19 +87,6 @@ def full_matrix() -> list[rd.Cell]:
             cells += [
                 rd.Cell(dataset, model, dtype, preprocessing=preprocessing) for model in MODELS
             ]
-    return cells
-
-
-def quick_matrix() -> list[rd.Cell]:
-    cells = []
-    for dtype in DTYPES:
-        for dataset in ("credit", "shoppers"):
-            cells += [
-                rd.Cell(dataset, model, dtype) for model in QUICK_MODELS if model != "GaussianNB"
-            ]
-            cells.append(rd.Cell(dataset, "GaussianNB", dtype, calibration="log_odds"))
-        cells.append(rd.Cell("shoppers", "HistGradientBoosting", dtype, mode="kfold"))
-        cells.append(rd.Cell("diabetes", "LogisticRegression", dtype, task="multiclass"))
     return cells
 
 
@@ -297,7 +278,7 @@ def main(argv=None) -> int:
             f"data set(s) {', '.join(missing)} not found in {args.data}; pass --data with the "
             "folder holding the shared data (see its README.md)"
         )
-    cells = quick_matrix() if args.quick else full_matrix()
+    cells = rd.quick_cells() if args.quick else full_matrix()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     rows = []

@@ -297,6 +297,26 @@ class Cell:
         )
 
 
+def quick_cells() -> list[Cell]:
+    """The cells ``tests/test_real_parity.py`` enforces and ``real_parity.py --quick`` runs.
+
+    Credit and shoppers, standard preprocessing, prefit: LogisticRegression,
+    RandomForest, HistGradientBoosting, MLPClassifier and GaussianNB with
+    ``log_odds=True`` (seed 000's case); plus a 3-fold HistGradientBoosting on shoppers
+    and a multiclass LogisticRegression on diabetes ``GenHlth``; each in both dtypes.
+    """
+    cells = []
+    for dtype in DTYPES:
+        for dataset in ("credit", "shoppers"):
+            for model in ("LogisticRegression", "RandomForest", "HistGradientBoosting"):
+                cells.append(Cell(dataset, model, dtype))
+            cells.append(Cell(dataset, "MLPClassifier", dtype))
+            cells.append(Cell(dataset, "GaussianNB", dtype, calibration="log_odds"))
+        cells.append(Cell("shoppers", "HistGradientBoosting", dtype, mode="kfold"))
+        cells.append(Cell("diabetes", "LogisticRegression", dtype, task="multiclass"))
+    return cells
+
+
 @lru_cache(maxsize=16)
 def _prepared(dataset: str, task: str, impute: bool, dtype: str, data_dir: str):
     X, y, categorical = load(dataset, data_dir, task=task, impute=impute)
