@@ -27,7 +27,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 #: Issue 9: the cells that fail today, with the max |p_onnx - p_python| and rows above
-#: tolerance measured on commit 5133e10 (skl2onnx's own base-model converters). The
+#: tolerance measured before the converter rewrite (converters/ and export.py as of
+#: b6e0888: skl2onnx's own base-model converters; benchmarks/real_parity.md). The
 #: only place that marks expected failures: delete entries as the converters become
 #: exact, and the dict once it is empty. ``strict=False``, so a fixed cell reports XPASS.
 ISSUE_9_XFAIL = {
