@@ -31,36 +31,7 @@ pytestmark = pytest.mark.skipif(
 #: b6e0888: skl2onnx's own base-model converters; benchmarks/real_parity.md). The
 #: only place that marks expected failures: delete entries as the converters become
 #: exact, and the dict once it is empty. ``strict=False``, so a fixed cell reports XPASS.
-ISSUE_9_XFAIL = {
-    "credit-binary-standard-RandomForest-prefit-default-float32": "6.7e-02, 181 of 7,500 rows",
-    "credit-binary-standard-HistGradientBoosting-prefit-default-float32": (
-        "4.8e-02, 28 of 7,500 rows"
-    ),
-    "credit-binary-standard-GaussianNB-prefit-log_odds-float32": "1.9e-01, 5,858 of 7,500 rows",
-    "shoppers-binary-standard-RandomForest-prefit-default-float32": "2.4e-02, 43 of 3,083 rows",
-    "shoppers-binary-standard-HistGradientBoosting-prefit-default-float32": (
-        "6.2e-02, 99 of 3,083 rows"
-    ),
-    "shoppers-binary-standard-GaussianNB-prefit-log_odds-float32": "1.6e-01, 521 of 3,083 rows",
-    "shoppers-binary-standard-HistGradientBoosting-kfold-default-float32": (
-        "4.6e-02, 173 of 3,083 rows"
-    ),
-    "credit-binary-standard-RandomForest-prefit-default-float64": "4.5e-02, 5,364 of 7,500 rows",
-    "credit-binary-standard-HistGradientBoosting-prefit-default-float64": (
-        "1.7e-01, 6,697 of 7,500 rows"
-    ),
-    "credit-binary-standard-GaussianNB-prefit-log_odds-float64": "4.3e-09, 3 of 7,500 rows",
-    "shoppers-binary-standard-RandomForest-prefit-default-float64": (
-        "4.3e-02, 1,418 of 3,083 rows"
-    ),
-    "shoppers-binary-standard-HistGradientBoosting-prefit-default-float64": (
-        "1.5e-01, 1,903 of 3,083 rows"
-    ),
-    "shoppers-binary-standard-GaussianNB-prefit-log_odds-float64": "5.3e-02, 6 of 3,083 rows",
-    "shoppers-binary-standard-HistGradientBoosting-kfold-default-float64": (
-        "3.8e-01, 3,080 of 3,083 rows"
-    ),
-}
+ISSUE_9_XFAIL: dict[str, str] = {}
 
 
 def _param(cell):
