@@ -216,10 +216,12 @@ FORESTS = (RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier)
 
 def exact_supported(model, method: str) -> bool:
     """True when this module emits ``method``'s scores of ``model`` exactly."""
+    # boosting: raw scores, or binary probabilities (expit of the raw score)
+    boosting_method = method == "decision_function" or len(getattr(model, "classes_", [])) == 2
     if isinstance(model, HistGradientBoostingClassifier):
-        return method == "decision_function" and getattr(model, "_preprocessor", None) is None
+        return boosting_method and getattr(model, "_preprocessor", None) is None
     if isinstance(model, GradientBoostingClassifier):
-        return method == "decision_function"
+        return boosting_method
     if isinstance(model, FORESTS):
         return method == "predict_proba" and getattr(model, "n_outputs_", 1) == 1
     if isinstance(model, LINEAR):
@@ -605,9 +607,11 @@ def exact_scores(g: GraphWriter, x: str, elem: int, model, method: str, options:
     seen = seen if seen == np.float32 else np.dtype(np.float64)  # ints, bools: numpy promotes
     if isinstance(model, (HistGradientBoostingClassifier, GradientBoostingClassifier, *FORESTS)):
         scores = _tree_ensemble(g, x, model, elem)
-        return (
-            _signed_pair(g, scores) if method == "decision_function" and n_classes == 2 else scores
-        )
+        if isinstance(model, FORESTS) or n_classes > 2:
+            return scores
+        if method == "decision_function":
+            return _signed_pair(g, scores)
+        return _binary_pair(g, g.node("Sigmoid", [scores]))  # the loss's expit
     if isinstance(model, GaussianNB):
         work = DOUBLE if np.result_type(seen, model.theta_.dtype) == np.float64 else FLOAT
         jll = _gaussian_nb_jll(g, _as(g, x, work, elem), model, work)

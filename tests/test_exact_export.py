@@ -99,6 +99,23 @@ def test_trees_on_values_equal_to_thresholds(model, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
+    "model",
+    [HistGradientBoostingClassifier(max_iter=20), GradientBoostingClassifier(n_estimators=20)],
+    ids=lambda m: type(m).__name__,
+)
+def test_boosting_probabilities_and_their_log_odds(model, dtype):
+    X, y = cents(2400, 9)
+    X = X.astype(dtype)
+    base = model.fit(X[:1000], y[:1000])
+    for log_odds in (False, True):
+        cal = CalibratedClassifier(
+            FrozenEstimator(base), response_method="predict_proba", log_odds=log_odds
+        ).fit(X[1000:1700], y[1000:1700])
+        assert_every_row(cal, X[1700:], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
     "scaler",
     [StandardScaler(), MinMaxScaler(clip=True), RobustScaler(), MaxAbsScaler()],
     ids=lambda s: type(s).__name__,
