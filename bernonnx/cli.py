@@ -803,6 +803,13 @@ def _triton_name(name: str, flag: str) -> str:
     return name
 
 
+def _graph_dtype(onx) -> str:
+    from onnx import TensorProto
+
+    elem = onx.graph.input[0].type.tensor_type.elem_type
+    return "float64" if elem == TensorProto.DOUBLE else "float32"
+
+
 def _print_parity(parity: dict) -> None:
     from .export import format_parity
 
@@ -844,7 +851,7 @@ def _cmd_export(args, progress: _Progress) -> int:
         )
     if method.needs_probabilities:
         _check_probabilities(method, data.S, f"column {data.scores[0]!r}")
-    dtype = np.float32 if args.dtype == "float32" else np.float64
+    dtype = {"auto": None, "float32": np.float32, "float64": np.float64}[args.dtype]
     calibrator = method.make()
     with progress.step(f"fitting {type(calibrator).__name__} on {data.y.shape[0]} rows"):
         try:
@@ -857,7 +864,14 @@ def _cmd_export(args, progress: _Progress) -> int:
             ) from exc
     try:
         with progress.step("converting to ONNX"):
-            onx = to_onnx(calibrator, data.S[:1], dtype=dtype)
+            # every row as the sample: to_onnx checks that the graph's dtype carries them
+            onx = to_onnx(calibrator, data.S, dtype=dtype)
+    except ValueError as exc:
+        if "cannot carry" not in str(exc):
+            raise
+        raise InputError(
+            f"--dtype float32: {exc}".replace("use dtype=np.float64", "use --dtype float64")
+        ) from None
     except MissingShapeCalculator:
         raise InputError(
             f"{type(calibrator).__name__} (method {method.name!r}) has no ONNX converter in "
@@ -866,7 +880,7 @@ def _cmd_export(args, progress: _Progress) -> int:
         ) from None
     with progress.step("checking parity in onnxruntime"):
         # the scores as read (float64): a float32 graph is charged with its rounding
-        parity = check_parity(calibrator, onx, data.S, dtype=dtype)
+        parity = check_parity(calibrator, onx, data.S)
 
     with tempfile.TemporaryDirectory(prefix="bernonnx-") as staging:
         ort_files = []
@@ -883,7 +897,7 @@ def _cmd_export(args, progress: _Progress) -> int:
         graph_input = onx.graph.input[0].name
         print(
             f"wrote {out}: {type(calibrator).__name__} on {', '.join(data.scores)} "
-            f"(input {graph_input!r}, shape (N, {data.S.shape[1]}), {args.dtype}; outputs "
+            f"(input {graph_input!r}, shape (N, {data.S.shape[1]}), {_graph_dtype(onx)}; outputs "
             f"'label', 'probabilities'; positive label {data.positive!r} is class 1)"
         )
         _print_parity(parity)
@@ -1186,9 +1200,10 @@ def _build_parser() -> argparse.ArgumentParser:
     export.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")
     export.add_argument(
         "--dtype",
-        choices=("float32", "float64"),
-        default="float32",
-        help="graph input and output type (default: float32)",
+        choices=("auto", "float32", "float64"),
+        default="auto",
+        help="graph input and output type (default: auto, float32 unless float32 cannot carry "
+        "the scores, then float64; float32 is then refused with exit 2)",
     )
     export.add_argument("--triton", metavar="DIR", help="also write a Triton model repository")
     export.add_argument(

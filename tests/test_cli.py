@@ -21,6 +21,7 @@ import pytest
 from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
+import bernonnx.export
 from bernonnx import BernsteinCalibrator, IsotonicCalibrator, PlattCalibrator
 from bernonnx.cli import EXIT_FAILURE, EXIT_OK, EXIT_PARITY, EXIT_USAGE, main
 from bernonnx.metrics import calibration_report
@@ -353,7 +354,26 @@ def huge_csv(tmp_path_factory):
     return path
 
 
-def test_export_exits_3_when_the_float32_graph_cannot_reproduce_python(run, huge_csv, tmp_path):
+def test_export_refuses_a_float32_graph_that_would_flatten_the_scores(run, huge_csv, tmp_path):
+    args = ["-q", "export", huge_csv, "--label", "y", "--score", "s", "--method", "platt"]
+    _, err = run(*args, "--onnx", tmp_path / "f32.onnx", "--dtype", "float32", expect=EXIT_USAGE)
+    assert "cannot carry" in err and "--dtype float64" in err
+    assert not (tmp_path / "f32.onnx").exists()
+    # left to bernonnx (--dtype auto), the graph is float64 and exact
+    out, _ = run(*args, "--onnx", tmp_path / "auto.onnx")
+    assert "float64" in out and "passed" in out
+
+
+def test_export_exits_3_when_the_graph_cannot_reproduce_python(
+    run, huge_csv, tmp_path, monkeypatch
+):
+    # a float32 graph built past the guard (its sample is float32 already)
+    real_to_onnx = bernonnx.export.to_onnx
+
+    def float32_past_the_guard(model, X_sample, dtype=None):
+        return real_to_onnx(model, np.asarray(X_sample, np.float32), dtype=np.float32)
+
+    monkeypatch.setattr(bernonnx.export, "to_onnx", float32_past_the_guard)
     args = ["-q", "export", huge_csv, "--label", "y", "--score", "s", "--method", "platt"]
     onnx_path = tmp_path / "f32.onnx"
     out, err = run(
@@ -368,9 +388,6 @@ def test_export_exits_3_when_the_float32_graph_cannot_reproduce_python(run, huge
     assert onnx_path.exists()
     assert not (tmp_path / "tri").exists() and not list(tmp_path.glob("*.ort"))
     assert "--triton, --ort" in err
-    # the same scores in a float64 graph pass
-    out, _ = run(*args, "--onnx", tmp_path / "f64.onnx", "--dtype", "float64")
-    assert "passed" in out
 
 
 # --------------------------------------------------------------------------- outputs
