@@ -269,37 +269,39 @@ def _signed_pair(g: GraphWriter, z: str) -> str:
     return g.node("Concat", [g.node("Neg", [z]), z], axis=1)
 
 
-def _slice(g: GraphWriter, x: str, start: int, end: int, step: int = 1) -> str:
-    """``x[..., start:end:step]``."""
-    bounds = [g.const(n, [v], INT64) for n, v in (("start", start), ("end", end), ("axis", -1))]
+def _slice(g: GraphWriter, x: str, start: int, end: int, step: int = 1, axis: int = -1) -> str:
+    """``x[start:end:step]`` along ``axis``."""
+    bounds = [g.const(n, [v], INT64) for n, v in (("start", start), ("end", end), ("axis", axis))]
     return g.node("Slice", [x, *bounds, g.const("step", [step], INT64)])
 
 
-def numpy_sum(g: GraphWriter, x: str, start: int, n: int) -> str:
-    """numpy's pairwise sum of ``x[..., start:start + n]`` over the last axis
-    (kept, length 1), in numpy's order: below 8 terms one by one; up to 128,
+def numpy_sum(g: GraphWriter, x: str, start: int, n: int, axis: int = -1) -> str:
+    """numpy's pairwise sum of ``x[start:start + n]`` along ``axis`` (kept,
+    length 1), in numpy's order: below 8 terms one by one; up to 128,
     eight running sums combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 +
     r7)), then the rest; beyond, two halves (a multiple of 8 first). Checked
     bit for bit against ``np.sum(axis=-1)`` in float32 and float64."""
     if n < 8:
-        total = _slice(g, x, start, start + 1)
+        total = _slice(g, x, start, start + 1, 1, axis)
         for i in range(1, n):
-            total = g.node("Add", [total, _slice(g, x, start + i, start + i + 1)])
+            total = g.node("Add", [total, _slice(g, x, start + i, start + i + 1, 1, axis)])
         return total
     if n <= 128:
-        r = _slice(g, x, start, start + 8)
+        r = _slice(g, x, start, start + 8, 1, axis)
         i = 8
         while i < n - n % 8:
-            r = g.node("Add", [r, _slice(g, x, start + i, start + i + 8)])
+            r = g.node("Add", [r, _slice(g, x, start + i, start + i + 8, 1, axis)])
             i += 8
-        r = g.node("Add", [_slice(g, r, 0, 8, 2), _slice(g, r, 1, 8, 2)])
-        r = g.node("Add", [_slice(g, r, 0, 4, 2), _slice(g, r, 1, 4, 2)])
-        total = g.node("Add", [_slice(g, r, 0, 1), _slice(g, r, 1, 2)])
+        r = g.node("Add", [_slice(g, r, 0, 8, 2, axis), _slice(g, r, 1, 8, 2, axis)])
+        r = g.node("Add", [_slice(g, r, 0, 4, 2, axis), _slice(g, r, 1, 4, 2, axis)])
+        total = g.node("Add", [_slice(g, r, 0, 1, 1, axis), _slice(g, r, 1, 2, 1, axis)])
         for k in range(i, n):
-            total = g.node("Add", [total, _slice(g, x, start + k, start + k + 1)])
+            total = g.node("Add", [total, _slice(g, x, start + k, start + k + 1, 1, axis)])
         return total
     half = n // 2 - (n // 2) % 8
-    return g.node("Add", [numpy_sum(g, x, start, half), numpy_sum(g, x, start + half, n - half)])
+    return g.node(
+        "Add", [numpy_sum(g, x, start, half, axis), numpy_sum(g, x, start + half, n - half, axis)]
+    )
 
 
 def _unary(g: GraphWriter, op: str, x: str, elem: int) -> str:
