@@ -34,3 +34,32 @@ class OneScoreMixin(PositiveProbaMixin):
         tags = super().__sklearn_tags__()
         tags.input_tags.one_d_array = True
         return tags
+
+
+class NoneDefaultsMixin:
+    """Nested parameters of the sub-estimators that a ``None`` parameter stands for.
+
+    ``_DEFAULTS`` maps a parameter name to a factory of its default estimator.
+    ``get_params(deep=True)`` lists ``calibrator__degree``, ... for a ``None``
+    ``calibrator``, and ``set_params(calibrator__degree=8)`` puts a fresh default
+    in place first, so that ``GridSearchCV`` can tune the defaults. ``None``
+    stays the signature's default: scikit-learn forbids estimator instances
+    there (a shared mutable default). Put it before ``BaseEstimator``.
+    """
+
+    _DEFAULTS: dict = {}
+
+    def get_params(self, deep=True):
+        out = super().get_params(deep=deep)
+        if deep:
+            for key, default in self._DEFAULTS.items():
+                if out[key] is None:
+                    out.update((f"{key}__{k}", v) for k, v in default().get_params().items())
+        return out
+
+    def set_params(self, **params):
+        for key, default in self._DEFAULTS.items():
+            nested = any(name.startswith(key + "__") for name in params)
+            if nested and params.get(key, getattr(self, key)) is None:
+                params = {**params, key: default()}
+        return super().set_params(**params)

@@ -29,6 +29,7 @@ from sklearn.utils.validation import (
     has_fit_parameter,
 )
 
+from ._base import NoneDefaultsMixin
 from ._transforms import clipped_log_odds
 from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
 from .bernstein import BernsteinCalibrator
@@ -319,7 +320,7 @@ def _out_of_fold_scores(estimator, X, y, cv, fit_kw, method, log_odds, classes):
     return scores
 
 
-class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Probability calibration of any classifier with a bernonnx calibrator.
 
     Behaves like scikit-learn's ``CalibratedClassifierCV``: cross-validated
@@ -406,34 +407,9 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.response_method = response_method
         self.log_odds = log_odds
 
-    #: What ``None`` stands for, per parameter.
+    #: What ``None`` stands for, per parameter (``NoneDefaultsMixin``): nested
+    #: parameters such as ``calibrator__degree`` reach these defaults.
     _DEFAULTS = {"estimator": LinearSVC, "calibrator": BernsteinCalibrator}
-
-    def get_params(self, deep=True):
-        """Parameters of this estimator; with ``deep``, also those of the
-        default classifier and calibrator that ``None`` stands for
-        (``calibrator__degree``, ...), which :meth:`set_params` accepts."""
-        out = super().get_params(deep=deep)
-        if deep:
-            for key, default in self._DEFAULTS.items():
-                if out[key] is None:
-                    out.update((f"{key}__{k}", v) for k, v in default().get_params().items())
-        return out
-
-    def set_params(self, **params):
-        """Set parameters; ``calibrator__degree=8`` on ``calibrator=None`` sets it
-        on a fresh ``BernsteinCalibrator()`` (``estimator__C`` likewise on
-        ``LinearSVC()``), so that ``GridSearchCV`` can tune the defaults.
-
-        ``None`` stays the signature's default (scikit-learn forbids estimator
-        instances there: a shared mutable default), and becomes the default
-        instance only when a nested parameter is set.
-        """
-        for key, default in self._DEFAULTS.items():
-            nested = any(name.startswith(key + "__") for name in params)
-            if nested and params.get(key, getattr(self, key)) is None:
-                params = {**params, key: default()}
-        return super().set_params(**params)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None, **fit_params):

@@ -10,6 +10,7 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
+from ._base import NoneDefaultsMixin
 from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
 from .calibration import (
     _columns,
@@ -46,7 +47,11 @@ def _check_estimators(estimators) -> list[tuple[str, object]]:
     return [(name, est) for name, est in estimators]
 
 
-class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+def _default_calibrator():
+    return MultivariateBernsteinCalibrator(loss="log", score_transform="logistic")
+
+
+class FusionClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Stack several classifiers and fuse their scores with a monotone calibrator.
 
     Each base classifier gives one score per row (its ``decision_function``,
@@ -145,6 +150,10 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "n_jobs": [IntInterval(None, None, closed="neither"), None],
     }
 
+    #: What ``calibrator=None`` stands for (``NoneDefaultsMixin``: ``calibrator__degree``
+    #: and the like reach it).
+    _DEFAULTS = {"calibrator": _default_calibrator}
+
     def __init__(
         self,
         estimators,
@@ -195,11 +204,7 @@ class FusionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         named = _check_estimators(self.estimators)
         X, y, self.classes_, y_enc, sample_weight = check_fit_data(X, y, sample_weight, "fusion")
         methods = [resolve_response_method(est, self.response_method, name) for name, est in named]
-        calibrator = (
-            MultivariateBernsteinCalibrator(loss="log", score_transform="logistic")
-            if self.calibrator is None
-            else self.calibrator
-        )
+        calibrator = _default_calibrator() if self.calibrator is None else self.calibrator
 
         fitted, raw = [], []
         cv = None

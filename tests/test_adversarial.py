@@ -16,6 +16,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
+from sklearn.naive_bayes import GaussianNB
 
 from bernonnx import (
     BernsteinCalibrator,
@@ -91,6 +92,17 @@ def test_item_10_nested_defaults_are_listed_and_settable():
     assert CalibratedClassifier().calibrator is None
     both = CalibratedClassifier().set_params(calibrator=None, calibrator__loss="squared")
     assert both.calibrator.loss == "squared"
+
+
+def test_item_10_fusion_reaches_its_default_calibrator_too():
+    X, y = make_classification(n_samples=300, random_state=0)
+    fusion = FusionClassifier([("lr", LogisticRegression()), ("nb", GaussianNB())], cv=3)
+    assert fusion.get_params()["calibrator__loss"] == "log"  # the default it stands for
+    search = GridSearchCV(fusion, {"calibrator__degree": [1, 2]}, cv=2).fit(X, y)
+    best = search.best_estimator_
+    assert best.calibrator.degree == search.best_params_["calibrator__degree"]
+    assert best.calibrator.score_transform == "logistic"
+    assert FusionClassifier([("lr", LogisticRegression())]).calibrator is None
 
 
 # ----------------------------------------------------------------- item 12
