@@ -87,7 +87,10 @@ def rescale(s: np.ndarray, exponent) -> np.ndarray:
     if not exponent.any():
         return s
     first, second = np.vectorize(exponent_factors, otypes=[float, float])(exponent)
-    return s * first * second
+    # a score far beyond the fitted scale (1e300 after a fit on 1e-182) overflows
+    # to +-inf, which the transforms map to their limits, as the graph's Mul does
+    with np.errstate(over="ignore", under="ignore"):
+        return s * first * second
 
 
 def _slope(rise: float, spread: float) -> float:

@@ -434,3 +434,18 @@ def test_meta_estimators_on_label_types_and_batches(labels):
         np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
         assert est.predict_proba(X[:1]).shape == (1, 2)
         assert set(est.predict(X)) <= set(np.unique(y))
+
+
+def test_scores_far_beyond_a_rescaled_fit_give_the_limits_without_warnings():
+    """Fitted on 1e-182 scores (rescaled by 2^603), 1e300 overflows to inf: no warning
+    (the suite turns bernonnx's RuntimeWarnings into errors), limit probabilities, and
+    the graph agrees. Found by hypothesis in test_bernstein_calibrator."""
+    rng = np.random.default_rng(0)
+    s = 1e-182 * (1 + rng.random(200))
+    y = (rng.random(200) < s / s.max()).astype(int)
+    cal = BernsteinCalibrator(degree=3).fit(s, y)
+    grid = np.r_[-1e300, -1e-182, 0.0, 1e-182, 1e300]
+    p = cal.predict_proba(grid)[:, 1]
+    assert np.all(np.isfinite(p)) and np.all(np.diff(p) >= 0)
+    _, proba = run_graph(cal, grid[:, None], np.float64)
+    np.testing.assert_allclose(proba, cal.predict_proba(grid), atol=1e-12, rtol=0)

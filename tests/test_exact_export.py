@@ -8,10 +8,6 @@ project's: 1e-9 for float64 graphs, 1e-6 for float32 graphs against Python
 run on the same float32 features.
 """
 
-import os
-
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-
 import numpy as np
 import onnxruntime as ort
 import pandas as pd
