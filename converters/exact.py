@@ -52,6 +52,7 @@ import warnings
 
 import numpy as np
 from onnx import TensorProto, numpy_helper
+from scipy.sparse import issparse
 from skl2onnx.common.data_types import DoubleTensorType
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import (
@@ -82,10 +83,12 @@ INT64 = TensorProto.INT64
 
 def _scaler_chain(model) -> tuple[list[tuple[str, np.ndarray]], tuple | None]:
     """The in-place numpy operations of ``model.transform``, in order, and a clip range."""
-    if isinstance(model, StandardScaler):
-        chain = [("Sub", model.mean_), ("Div", model.scale_)]
+    if isinstance(model, StandardScaler):  # mean_ is fitted even with with_mean=False
+        chain = [("Sub", model.mean_ if model.with_mean else None)]
+        chain.append(("Div", model.scale_ if model.with_std else None))
     elif isinstance(model, RobustScaler):
-        chain = [("Sub", model.center_), ("Div", model.scale_)]
+        chain = [("Sub", model.center_ if model.with_centering else None)]
+        chain.append(("Div", model.scale_ if model.with_scaling else None))
     elif isinstance(model, MaxAbsScaler):
         chain = [("Div", model.scale_)]
     else:  # MinMaxScaler
@@ -230,6 +233,7 @@ def exact_supported(model, method: str) -> bool:
         return (
             method == "decision_function"
             and model.kernel in _KERNELS
+            and not issparse(model.support_vectors_)
             and (model.decision_function_shape == "ovr" or len(model.classes_) == 2)
         )
     return isinstance(model, GaussianNB | MLPClassifier)

@@ -113,8 +113,15 @@ def test_boosting_probabilities_and_their_log_odds(model, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
     "scaler",
-    [StandardScaler(), MinMaxScaler(clip=True), RobustScaler(), MaxAbsScaler()],
-    ids=lambda s: type(s).__name__,
+    [
+        StandardScaler(),
+        StandardScaler(with_mean=False),
+        MinMaxScaler(clip=True),
+        RobustScaler(),
+        RobustScaler(with_centering=False),
+        MaxAbsScaler(),
+    ],
+    ids=lambda s: repr(s),
 )
 def test_scalers_round_as_numpy(scaler, dtype):
     """A RandomForest decides on the scaler's last bit: any rounding difference shows."""
