@@ -150,9 +150,14 @@ def _fit_platt(
     return a / half, b - a * centre / half
 
 
-def _platt_eval(est, s: np.ndarray) -> np.ndarray:
+def _platt_argument(est, s: np.ndarray) -> np.ndarray:
+    """``slope_ * t + intercept_``: one multiplication, one addition (the graph's Mul, Add)."""
     t = rescale(_platt_feature(s, est.log_odds, est.eps), getattr(est, "score_exponent_", 0))
-    return expit(est.slope_ * t + est.intercept_)
+    return est.slope_ * t + est.intercept_
+
+
+def _platt_eval(est, s: np.ndarray) -> np.ndarray:
+    return expit(_platt_argument(est, s))
 
 
 def _set_platt(est, s, target, w):
@@ -246,6 +251,22 @@ def _inner_edges(v, w, n_bins, strategy):
         edges = weighted_quantile(v, w, np.arange(1, n_bins) / n_bins)
     edges = np.unique(edges)
     return edges[edges < v.max()]
+
+
+def _midpoints_above(edges, v):
+    """Each edge (a value of ``v``) moved halfway to the next larger value of ``v``.
+
+    The bins hold the same rows of ``v``, but no row sits on an edge, where the
+    last bit decides the bin: the log-odds feature's ``log`` may differ by an
+    ulp between numpy and onnxruntime.
+    """
+    if edges.shape[0] == 0:
+        return edges
+    distinct = np.unique(v)
+    above = distinct[np.searchsorted(distinct, edges, side="right")]
+    with np.errstate(over="ignore", invalid="ignore"):  # a gap of 2e308: keep the edge
+        middle = edges + (above - edges) / 2
+    return np.where(middle < above, middle, edges)
 
 
 def _bin_index(edges, v):
@@ -658,7 +679,9 @@ class PlattHistogramCalibrator(_ScoreCalibrator):
     slope_, intercept_, score_exponent_
         The Platt map ``g``, see :class:`PlattCalibrator`.
     bin_edges_ : ndarray of shape (n_edges,)
-        Strictly increasing inner edges on the scale of ``g`` (in (0, 1)).
+        Strictly increasing inner edges on the scale of the Platt argument
+        ``a = slope_ * t + intercept_`` (``g = sigmoid(a)``; ``expit(bin_edges_)``
+        are the edges on the scale of ``g``).
     bin_values_ : ndarray of shape (n_edges + 1,)
         Weighted mean of ``g(s)`` in each bin.
     n_features_in_ : int
@@ -670,8 +693,8 @@ class PlattHistogramCalibrator(_ScoreCalibrator):
     emits::
 
         t = s  or  log(c) - log1p(-c), c = min(max(s, eps), 1 - eps)  # log_odds
-        q = 1 / (1 + exp(-(slope_ * t * 2^score_exponent_ + intercept_)))
-        k = searchsorted(bin_edges_, q, side="left")   # = number of edges < q
+        a = slope_ * (t * 2^score_exponent_) + intercept_
+        k = searchsorted(bin_edges_, a, side="left")   # = number of edges < a
         p = bin_values_[k]
         predict_proba = [1 - p, p]
 
@@ -743,9 +766,21 @@ class PlattHistogramCalibrator(_ScoreCalibrator):
         """
         s, target, w = fit_inputs(self, X, y, sample_weight)
         q = _set_platt(self, s, target, w)
-        self.bin_edges_ = _inner_edges(q, w, self.n_bins, self.strategy)
-        self.bin_values_ = _bin_means(q, w, q, self.bin_edges_, increasing=False)
+        # The bins are chosen on g(s) but stored, and applied, on its argument
+        # a = slope_ t + intercept_: Python and the graph then compare the same
+        # float64 products and sums, while a sigmoid rounds differently in
+        # onnxruntime and scipy, and a fitted row on an edge changed bins.
+        a = _platt_argument(self, s)
+        if self.strategy == "quantile":  # quantiles of a and of g(a) are the same rows
+            edges = _midpoints_above(_inner_edges(a, w, self.n_bins, "quantile"), a)
+        else:
+            edges = _inner_edges(q, w, self.n_bins, "uniform")
+            with np.errstate(divide="ignore"):
+                edges = np.unique(np.log(edges) - np.log1p(-edges))
+            edges = edges[np.isfinite(edges) & (edges < a.max())]
+        self.bin_edges_ = edges
+        self.bin_values_ = _bin_means(a, w, q, self.bin_edges_, increasing=False)
         return self
 
     def _evaluate(self, s):
-        return self.bin_values_[_bin_index(self.bin_edges_, _platt_eval(self, s))]
+        return self.bin_values_[_bin_index(self.bin_edges_, _platt_argument(self, s))]

@@ -318,7 +318,7 @@ def _default_range(cal) -> tuple[float, float]:
         return -1.0, 1.0
     q = np.array([_U_EDGE, 1.0 - _U_EDGE])
     if isinstance(cal, PlattHistogramCalibrator) and cal.bin_edges_.shape[0]:
-        q = np.r_[q, cal.bin_edges_]
+        q = np.r_[q, expit(cal.bin_edges_)]  # the edges are on the Platt argument
     s = _platt_inverse(cal, np.clip(q, 1e-12, 1 - 1e-12))
     return _padded(float(s.min()), float(s.max()))
 
@@ -334,7 +334,7 @@ def _jumps(cal, lo: float, hi: float) -> np.ndarray:
     elif isinstance(cal, HistogramCalibrator):
         points = cal.bin_edges_
     elif isinstance(cal, PlattHistogramCalibrator) and cal.slope_ > 0:
-        points = _platt_inverse(cal, cal.bin_edges_)
+        points = _platt_inverse(cal, expit(cal.bin_edges_))
     else:
         return np.empty(0)
     points = points[(points >= lo) & (points <= hi)]

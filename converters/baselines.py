@@ -8,8 +8,9 @@ float32 score is exact there, uniform bin edges are not float32 values)::
                      p   = Sigmoid(slope * t + intercept)
     Histogram        p   = v0 + MatMul(Cast(Greater(s, edges)), diff(values))
                      p   = Where(IsNaN(s), NaN, p)
-    PlattHistogram   q   = Platt(s);  p = v0 + MatMul(Cast(Greater(q, edges)), diff(values))
-                     p   = Where(IsNaN(q), NaN, p)
+    PlattHistogram   a   = Add(Mul(t, slope), intercept)   (t as for Platt; no Sigmoid:
+                     p   = v0 + MatMul(Cast(Greater(a, edges)), diff(values))   the edges are on a)
+                     p   = Where(IsNaN(a), NaN, p)
 
 ``#{edges < s}`` selects the bin (right-closed bins, ``searchsorted(...,
 side="left")``); the telescoping sum of value steps equals ``values[k]`` up to
@@ -64,6 +65,14 @@ def _platt(g: GraphWriter, s: str, cal, pair: bool) -> str:
     bias = [-intercept, intercept] if pair else [intercept]
     eta = g.node("Gemm", [t, g.const("slope", weights), g.const("intercept", bias)], "eta")
     return g.node("Sigmoid", [eta], "p")
+
+
+def _platt_linear(g: GraphWriter, s: str, cal) -> str:
+    """``slope * t + intercept`` with one Mul and one Add, rounding as numpy does
+    (a Gemm may fuse them into one rounding): the Platt-histogram bins compare it."""
+    t = rescale_scores(g, _platt_argument(g, s, cal), getattr(cal, "score_exponent_", 0))
+    a = g.node("Mul", [t, g.const("slope", float(cal.slope_))])
+    return g.node("Add", [a, g.const("intercept", float(cal.intercept_))], "a")
 
 
 def _binned(g: GraphWriter, x: str, edges, values, pair: bool) -> str:
@@ -186,7 +195,7 @@ def emit_baseline(g: GraphWriter, raw: str, width: int, column: int, cal, *, pai
     if name == "HistogramCalibrator":
         return _binned(g, s, cal.bin_edges_, cal.bin_values_, pair)
     if name == "PlattHistogramCalibrator":
-        return _binned(g, _platt(g, s, cal, pair=False), cal.bin_edges_, cal.bin_values_, pair)
+        return _binned(g, _platt_linear(g, s, cal), cal.bin_edges_, cal.bin_values_, pair)
     if name == "IsotonicCalibrator":
         p = _isotonic(g, s, cal)
         if not pair:
