@@ -151,6 +151,47 @@ def _numeric(X) -> np.ndarray:
     return np.asarray(X, dtype=np.float64)
 
 
+def _is_float32_data(X) -> bool:
+    """True when every numeric value of ``X`` is float32 (and there is one)."""
+    if hasattr(X, "dtypes"):
+        kinds = [X[c].dtype for c in X.columns if X[c].dtype.kind in "biuf"]
+        return bool(kinds) and all(k == np.float32 for k in kinds)
+    return getattr(X, "dtype", None) == np.float32
+
+
+def _widen_to_float64(onx: onnx.ModelProto) -> None:
+    """A float32 graph's float inputs and probabilities made float64: each input is
+    cast to float32 at once (exact for the float32 data it was built for), and the
+    float64 probabilities are no longer rounded to float32 at the end."""
+    float32, float64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+    casts = []
+    for graph_input in onx.graph.input:
+        tensor = graph_input.type.tensor_type
+        if tensor.elem_type != float32:
+            continue
+        inner = f"{graph_input.name}_float32"
+        for node in onx.graph.node:
+            for i, name in enumerate(node.input):
+                if name == graph_input.name:
+                    node.input[i] = inner
+        casts.append(
+            onnx.helper.make_node(
+                "Cast", [graph_input.name], [inner], to=float32, name=f"{inner}_cast"
+            )
+        )
+        tensor.elem_type = float64
+    for cast in reversed(casts):
+        onx.graph.node.insert(0, cast)
+    for output in onx.graph.output:
+        if output.name == "probabilities":
+            output.type.tensor_type.elem_type = float64
+            for node in onx.graph.node:
+                if "probabilities" in node.output and node.op_type == "Cast":
+                    for attribute in node.attribute:
+                        if attribute.name == "to":
+                            attribute.i = float64
+
+
 def float32_input_loss(model, X_sample) -> float:
     """Max change of ``model.predict_proba`` on ``X_sample`` when its numeric
     values are rounded to float32 (both evaluated in float64)."""
@@ -196,9 +237,12 @@ def to_onnx(
     dtype : {None, np.float32, np.float64}, default=None
         Float type of the graph's numeric inputs and of the probabilities.
         Inside the graph every stage computes in the precision scikit-learn
-        uses for it (the calibrators always in float64). None chooses float32
-        unless float32 inputs cannot carry ``X_sample`` (see below), then
-        float64.
+        uses for it (the calibrators always in float64). The precision is that
+        of ``X_sample``'s data: float32 data exported with ``np.float64``
+        (float32 DataFrame columns, say) give a float64 interface that casts
+        its inputs to float32, so it reproduces Python on those float32 values.
+        None chooses float32 unless float32 inputs cannot carry ``X_sample``
+        (see below), then float64.
 
         Precision guard: rounding ``X_sample`` to float32 must not move the
         model's probabilities by more than ``FLOAT32_INPUT_TOLERANCE`` (1e-3).
@@ -277,7 +321,10 @@ def to_onnx(
                 f"{width} columns; got shape {shape}"
             )
     options = {id(final): {"zipmap": zipmap, "basis": basis}}
-    sample = _as_dtype(X_sample, dtype)
+    # float32 data behind a float64 interface: scikit-learn computes on the float32
+    # values (a StandardScaler rounds to float32), so the graph does too
+    widen = np.dtype(dtype) == np.float64 and not zipmap and _is_float32_data(X_sample)
+    sample = _as_dtype(X_sample, np.float32 if widen else dtype)
     # the sample at the calibrated model's level tells the converters which
     # dtype numpy computes in there (float32 data meeting float64 one-hot columns)
     at_final = model[:-1].transform(sample) if isinstance(model, Pipeline) else sample
@@ -294,6 +341,8 @@ def to_onnx(
         )
     finally:
         SAMPLE.reset(token)
+    if widen:
+        _widen_to_float64(onx)
     onx.graph.name = name
     onx.producer_name = "bernonnx"
     onx.producer_version = __version__

@@ -229,3 +229,21 @@ def test_empty_batch_through_exact_base_models(dtype):
         cal = CalibratedClassifier(FrozenEstimator(base)).fit(X[600:], y[600:])
         label, proba = run(to_onnx(cal, X[:5], dtype=dtype), X[:0], dtype)
         assert label.shape == (0,) and proba.shape == (0, 2)
+
+
+def test_float32_data_behind_a_float64_interface():
+    """A float32 DataFrame exported with dtype=float64 (the shared hook's check): the
+    graph takes float64 but computes on the float32 values, as Python does on them;
+    its probabilities are float64, not rounded to float32."""
+    X, y = cents(3000, 10)
+    df = pd.DataFrame(X, columns=list("abcd")).astype(np.float32)
+    pre = ColumnTransformer([("n", StandardScaler(), list("abcd"))])
+    for model in (HistGradientBoostingClassifier(max_iter=20), LogisticRegression()):
+        base = Pipeline([("pre", pre), ("m", model)]).fit(df[:1500], y[:1500])
+        cal = CalibratedClassifier(FrozenEstimator(base)).fit(df[1500:2200], y[1500:2200])
+        onx = to_onnx(cal, df[:5], dtype=np.float64)
+        assert {i.type.tensor_type.elem_type for i in onx.graph.input} == {11}
+        label, proba = run(onx, df[2200:], np.float64)  # float64 feed of float32 values
+        assert proba.dtype == np.float64
+        assert np.abs(proba - cal.predict_proba(df[2200:])).max() <= 1e-12
+        np.testing.assert_array_equal(label, cal.predict(df[2200:]))
