@@ -179,8 +179,9 @@ def test_one_graph_parity(name, mode, data):
         clf = CalibratedClassifier(base, calibrator, cv=2).fit(X[:1300], y[:1300])
     X_test = X[1300:]
     for dtype in (np.float32, np.float64):
-        onx = to_onnx(clf, X_test[:1], dtype=dtype)
-        # Python on the data the graph receives
+        # the sample, and Python, on the data the graph receives (a float32
+        # sample behind a float64 graph would reproduce Python on float32 data)
+        onx = to_onnx(clf, X_test[:1].astype(dtype), dtype=dtype)
         report = check_parity(clf, onx, X_test.astype(dtype))
         tol = TOL[np.float32] if name in FLOAT32_INSIDE else TOL[dtype]
         if name == "GaussianNB" and dtype is np.float32:
