@@ -20,11 +20,10 @@ This is the formula ``BernsteinCalibrator.predict_proba`` evaluates (its
 Notes): ``max(d*scale, d*scale_below)`` equals ``scale*max(d, 0) +
 scale_below*min(d, 0)`` bit for bit when ``scale >= scale_below``.
 
-Two ways to reach ``a`` (``exact``): ``Gather`` the column, ``Sub`` the shift,
-``MatMul`` the slopes, rounding exactly as numpy does (float64 graphs); or one
-``Gemm(raw, W, -shift * W)`` with the slopes in row ``j`` of ``W`` (float32
-graphs, whose inputs carry 1e-7 relative error anyway): fewer nodes, which is
-what batch-1 latency pays for.
+``a`` is reached as numpy computes it: ``Gather`` the column, ``Sub`` the
+shift, ``Mul`` the slopes. (A single ``Gemm(raw, W, -shift * W)`` saved nodes
+while float32 graphs fed the calibrator float32 base scores; since the base
+models' scores arrive exact, its rounding would be the graph's largest error.)
 
 The ``exp`` basis is ``C u^k v^(d-k)`` in log space: it replaces two broadcast
 ``Pow`` nodes that took 60% of the stage at batch 100,000
@@ -55,17 +54,13 @@ def _reduce(g: GraphWriter, op: str, x: str) -> str:
     return g.node(op, [x], axes=[1], keepdims=1)
 
 
-def _affine(g: GraphWriter, raw: str, width: int, column: int, shift, slopes, exact: bool):
+def _affine(g: GraphWriter, raw: str, width: int, column: int, shift, slopes):
     """``(s - shift) * slopes`` for ``s = raw[:, column]``; slopes of shape (m,) -> (N, m)."""
     slopes = np.atleast_1d(np.asarray(slopes, dtype=np.float64))
     shift = np.broadcast_to(np.asarray(shift, dtype=np.float64), slopes.shape)
-    if exact:
-        s = raw if width == 1 else g.column(raw, column)
-        d = g.node("Sub", [s, g.const("shift", shift[None, :])])
-        return g.node("Mul", [d, g.const("slopes", slopes[None, :])])
-    weights = np.zeros((width, slopes.shape[0]))
-    weights[column] = slopes
-    return g.node("Gemm", [raw, g.const("w", weights), g.const("b", -shift * slopes)])
+    s = raw if width == 1 else g.column(raw, column)
+    d = g.node("Sub", [s, g.const("shift", shift[None, :])])
+    return g.node("Mul", [d, g.const("slopes", slopes[None, :])])
 
 
 def rescale_scores(g: GraphWriter, s: str, exponent) -> str:
@@ -80,27 +75,27 @@ def rescale_scores(g: GraphWriter, s: str, exponent) -> str:
     return g.node("Mul", [s, g.const("pow2_second", second[None, :])], "rescaled")
 
 
-def _uv(g: GraphWriter, raw: str, width: int, column: int, cal, exact: bool) -> str:
+def _uv(g: GraphWriter, raw: str, width: int, column: int, cal) -> str:
     """``[u, v]`` (N, 2), floored at 1e-300."""
     tiny = g.const("tiny", TINY)
     exponent = int(getattr(cal, "score_exponent_", 0))
     if exponent:
         # extreme scores: rescale the column first, exactly as Python does
         s = raw if width == 1 else g.column(raw, column)
-        raw, width, column, exact = rescale_scores(g, s, exponent), 1, 0, True
+        raw, width, column = rescale_scores(g, s, exponent), 1, 0
     if cal.score_transform == "logistic":
-        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_, cal.scale_below_], exact)
+        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_, cal.scale_below_])
         z = _reduce(g, "ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
         uv = g.node("Sigmoid", [g.node("MatMul", [z, g.const("pm", [[1.0, -1.0]])])])
         return g.node("Max", [uv, tiny], "uv")
     zero, one = g.const("zero", 0.0), g.const("one", 1.0)
     if cal.score_transform == "minmax":
-        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_], exact)
+        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_])
         u = g.node("Clip", [a, zero, one], "u")
     else:
         knots, levels = np.asarray(cal.knots_), np.asarray(cal.levels_)
         k = knots.shape[0] - 1
-        ramps = _affine(g, raw, width, column, knots[:-1], 1.0 / np.diff(knots), exact)
+        ramps = _affine(g, raw, width, column, knots[:-1], 1.0 / np.diff(knots))
         ramps = g.node("Clip", [ramps, zero, one])
         u = g.node("MatMul", [ramps, g.const("dlevels", np.diff(levels).reshape(k, 1))], "u")
     uv = g.node("Gemm", [u, g.const("to_uv", [[1.0, -1.0]]), g.const("uv0", [0.0, 1.0])])
@@ -150,7 +145,6 @@ def emit_bernstein(
     *,
     prefix: str,
     basis: str,
-    exact: bool,
     pair: bool = False,
 ) -> str:
     """Emit the calibrator on column ``column`` of the float64 (N, ``width``) ``raw``.
@@ -183,7 +177,7 @@ def emit_bernstein(
         s = raw if width == 1 else g.column(raw, column)
         eta = g.node("Add", [g.node("Clip", [s, zero, zero]), g.const("c0", c0[None, :])])
     else:
-        b = _basis(g, _uv(g, raw, width, column, cal, exact), degree, basis)
+        b = _basis(g, _uv(g, raw, width, column, cal), degree, basis)
         eta = g.node("Gemm", [b, g.const("rise", rise), g.const("c0", c0)], "eta")
     if cal.loss == "log":
         return g.node("Sigmoid", [eta], "p")

@@ -345,16 +345,6 @@ def _basis_option(container, model) -> str:
     return container.get_options(model, {"basis": "exp"})["basis"]
 
 
-def _exact(operator) -> bool:
-    """Keep numpy's rounding step for step (see converters/bernstein.py).
-
-    Always: the base models' scores reach the calibrators exactly in float32
-    graphs too, and the shorter Gemm form loses bits where scores crowd
-    (saturated probabilities under a steep transform).
-    """
-    return True
-
-
 def emit_calibrator(g: GraphWriter, raw: str, width: int, column: int, cal, **kw) -> str:
     """Any bernonnx calibrator on column ``column`` of the float64 ``raw`` (see
     ``emit_bernstein`` and ``emit_baseline`` for the nodes)."""
@@ -381,7 +371,6 @@ def convert_score_calibrator(scope, operator, container):
         0,
         model,
         basis=_basis_option(container, model),
-        exact=_exact(operator),
         pair=True,
     )
     _finish(g, operator, probabilities)
@@ -417,7 +406,7 @@ def one_vs_rest(g: GraphWriter, positives: list[str], n_classes: int) -> str:
     return g.node("Where", [positive, ratio, g.const("uniform", 1.0 / n_classes)])
 
 
-def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str, exact: bool):
+def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str):
     """One fold's calibrated probabilities from its base model's (N, K) scores."""
     raw = scores_to_double(
         g, score, pair.response_method, pair.log_odds, getattr(pair, "log_odds_from", None)
@@ -426,9 +415,7 @@ def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis:
     columns = [1] if n_classes == 2 else list(range(n_classes))
     cal_writer = GraphWriter(g.scope, g.container, f"{g.prefix}_cal")
     positives = [
-        emit_calibrator(
-            cal_writer, raw, width, column, cal, basis=basis, exact=exact, pair=n_classes == 2
-        )
+        emit_calibrator(cal_writer, raw, width, column, cal, basis=basis, pair=n_classes == 2)
         for cal, column in zip(pair.calibrators, columns, strict=True)
     ]
     return one_vs_rest(g, positives, n_classes)
@@ -439,9 +426,9 @@ def convert_calibration_stage(scope, operator, container):
     model = operator.raw_operator
     g = GraphWriter(scope, container, "calib")
     n_classes = len(model.classes_)
-    basis, exact = _basis_option(container, model), _exact(operator)
+    basis = _basis_option(container, model)
     pairs = [
-        _pair_probabilities(g, pair, var.full_name, n_classes, basis, exact)
+        _pair_probabilities(g, pair, var.full_name, n_classes, basis)
         for pair, var in zip(model.calibrated_classifiers_, operator.inputs, strict=True)
     ]
     mean = pairs[0]
