@@ -61,6 +61,14 @@ class GraphWriter:
         )
         return out
 
+    def reduce(self, op: str, x: str, axis: int = 1, keepdims: int = 1) -> str:
+        """``op`` (ReduceSum, ReduceMax, ReduceMin) over ``axis``: ReduceSum has
+        taken its axes as an input since opset 13, the others since opset 18."""
+        if op == "ReduceSum" or self.container.target_opset >= 18:
+            axes = self.const("axes", [axis], TensorProto.INT64)
+            return self.node(op, [x, axes], keepdims=keepdims)
+        return self.node(op, [x], axes=[axis], keepdims=keepdims)
+
     def to_double(self, name: str) -> str:
         return self.node("Cast", [name], "double", to=DOUBLE)
 

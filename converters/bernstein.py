@@ -37,7 +37,6 @@ below 1e-12.
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
 from scipy.special import comb, gammaln
 
 from bernonnx._transforms import exponent_factors
@@ -45,13 +44,6 @@ from bernonnx.converters._graph import GraphWriter
 
 TINY = 1e-300
 BASES = ("exp", "pow")
-
-
-def _reduce(g: GraphWriter, op: str, x: str) -> str:
-    """Reduce over axis 1 keeping dims; axes became an input in opset 18."""
-    if g.container.target_opset >= 18:
-        return g.node(op, [x, g.const("axes", [1], TensorProto.INT64)], keepdims=1)
-    return g.node(op, [x], axes=[1], keepdims=1)
 
 
 def _affine(g: GraphWriter, raw: str, width: int, column: int, shift, slopes):
@@ -85,7 +77,7 @@ def _uv(g: GraphWriter, raw: str, width: int, column: int, cal) -> str:
         raw, width, column = rescale_scores(g, s, exponent), 1, 0
     if cal.score_transform == "logistic":
         a = _affine(g, raw, width, column, cal.shift_, [cal.scale_, cal.scale_below_])
-        z = _reduce(g, "ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
+        z = g.reduce("ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
         uv = g.node("Sigmoid", [g.node("MatMul", [z, g.const("pm", [[1.0, -1.0]])])])
         return g.node("Max", [uv, tiny], "uv")
     zero, one = g.const("zero", 0.0), g.const("one", 1.0)

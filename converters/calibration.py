@@ -35,7 +35,7 @@ from skl2onnx.common.data_types import (
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
-from bernonnx.calibration import LOG_ODDS_EPS
+from bernonnx.calibration import LOG_ODDS_EPS, _final_and_inputs
 from bernonnx.converters._graph import DOUBLE, GraphWriter
 from bernonnx.converters.baselines import emit_baseline
 from bernonnx.converters.bernstein import emit_bernstein
@@ -161,8 +161,7 @@ def _numpy_input_dtype(estimator):
     if sample is None:
         return None
     try:
-        if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
-            sample = estimator[:-1].transform(sample)
+        _, sample = _final_and_inputs(estimator, sample)
         dtype = sample.dtype if hasattr(sample, "dtype") else np.asarray(sample).dtype
         return dtype.name  # sparse matrices (one-hot heavy ColumnTransformers) have one too
     except Exception:  # noqa: BLE001 - a hint only; the graph's dtype is the fallback
@@ -400,7 +399,7 @@ def one_vs_rest(g: GraphWriter, positives: list[str], n_classes: int) -> str:
     if n_classes == 2:
         return positives[0]
     stacked = g.node("Concat", positives, axis=1)
-    total = g.node("ReduceSum", [stacked, g.const("axis", [1], TensorProto.INT64)], keepdims=1)
+    total = g.reduce("ReduceSum", stacked)
     ratio = g.node("Div", [stacked, g.node("Max", [total, g.const("tiny", 1e-300)])])
     positive = g.node("Greater", [total, g.const("zero", 0.0)])
     return g.node("Where", [positive, ratio, g.const("uniform", 1.0 / n_classes)])

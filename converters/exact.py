@@ -239,12 +239,6 @@ def exact_supported(model, method: str) -> bool:
     return isinstance(model, GaussianNB | MLPClassifier)
 
 
-def _reduce(g: GraphWriter, op: str, x: str, axis: int, keepdims: int) -> str:
-    if op == "ReduceSum" or g.container.target_opset >= 18:
-        return g.node(op, [x, g.const("axes", [axis], INT64)], keepdims=keepdims)
-    return g.node(op, [x], axes=[axis], keepdims=keepdims)
-
-
 def _as(g: GraphWriter, x: str, elem: int, current: int) -> str:
     return x if elem == current else g.node("Cast", [x], to=elem)
 
@@ -258,14 +252,14 @@ def _linear_scores(g: GraphWriter, x: str, coef, intercept, elem: int) -> str:
 
 def _softmax(g: GraphWriter, z: str) -> str:
     """scikit-learn's ``softmax``: subtract the row max, exp, divide by the sum."""
-    shifted = g.node("Sub", [z, _reduce(g, "ReduceMax", z, 1, 1)])
+    shifted = g.node("Sub", [z, g.reduce("ReduceMax", z, 1, 1)])
     e = g.node("Exp", [shifted])
-    return g.node("Div", [e, _reduce(g, "ReduceSum", e, 1, 1)])
+    return g.node("Div", [e, g.reduce("ReduceSum", e, 1, 1)])
 
 
-def _binary_pair(g: GraphWriter, p: str, elem: int = DOUBLE) -> str:
-    """``[1 - p, p]`` from an (N, 1) probability."""
-    return g.node("Concat", [g.node("Sub", [g.const("one", 1.0, elem, []), p]), p], axis=1)
+def _binary_pair(g: GraphWriter, p: str) -> str:
+    """``[1 - p, p]`` from an (N, 1) float64 probability."""
+    return g.node("Concat", [g.node("Sub", [g.const("one", 1.0, shape=[]), p]), p], axis=1)
 
 
 def _signed_pair(g: GraphWriter, z: str) -> str:
@@ -323,13 +317,13 @@ def _logsumexp(g: GraphWriter, a: str, elem: int = DOUBLE) -> str:
     """scikit-learn's ``_logsumexp`` over axis 1 (keepdims): the maxima are taken
     out, ``log1p(sum(exp(a - max)) / m) + log(m) + max``; Log(1 + s) stands for
     log1p (ONNX has none), within 1.2e-16 absolute."""
-    amax = _reduce(g, "ReduceMax", a, 1, 1)
+    amax = g.reduce("ReduceMax", a, 1, 1)
     is_max = g.node("Equal", [a, amax])
     others = g.node("Where", [is_max, g.const("ninf", -np.inf, elem, []), a])
-    m = _reduce(g, "ReduceSum", g.node("Cast", [is_max], to=elem), 1, 1)
+    m = g.reduce("ReduceSum", g.node("Cast", [is_max], to=elem), 1, 1)
     finite = g.node("Not", [g.node("IsInf", [amax])])
     shift = g.node("Where", [finite, amax, g.const("zero", 0.0, elem, [])])
-    s = _reduce(g, "ReduceSum", _unary(g, "Exp", g.node("Sub", [others, shift]), elem), 1, 1)
+    s = g.reduce("ReduceSum", _unary(g, "Exp", g.node("Sub", [others, shift]), elem), 1, 1)
     is_zero = g.node("Equal", [s, g.const("zero", 0.0, elem, [])])
     s = g.node("Where", [is_zero, s, g.node("Div", [s, m])])
     if elem == DOUBLE:
@@ -352,9 +346,9 @@ def one_vs_rest_log_odds(g: GraphWriter, u: str, n_classes: int) -> str:
     a = g.node(
         "Add", [g.node("Unsqueeze", [u, g.const("axis1", [1], INT64)]), g.const("mask", mask)]
     )
-    m = _reduce(g, "ReduceMax", a, 2, 0)
+    m = g.reduce("ReduceMax", a, 2, 0)
     e = g.node("Exp", [g.node("Sub", [a, g.node("Unsqueeze", [m, g.const("ax2", [2], INT64)])])])
-    lse = g.node("Add", [m, g.node("Log", [_reduce(g, "ReduceSum", e, 2, 0)])])
+    lse = g.node("Add", [m, g.node("Log", [g.reduce("ReduceSum", e, 2, 0)])])
     return g.node("Sub", [u, lse])
 
 
@@ -404,7 +398,7 @@ def _svc_decision(g: GraphWriter, x: str, model) -> str:
     # float64 decision value here. 2 * sv is exact; gamma * sv moves each term
     # by one rounding (1e-16 relative), libsvm's gamma * dot(x, sv) another.
     if model.kernel == "rbf":
-        xx = _reduce(g, "ReduceSum", g.node("Mul", [x, x]), 1, 1)
+        xx = g.reduce("ReduceSum", g.node("Mul", [x, x]), 1, 1)
         d = g.node("Add", [xx, g.const("ss", (sv * sv).sum(axis=1)[None, :])])
         d = g.node("Sub", [d, g.node("MatMul", [x, g.const("two_sv_t", 2.0 * sv.T)])])
         kernel = g.node("Exp", [g.node("Mul", [g.const("ngamma", -gamma), d])])
@@ -590,7 +584,7 @@ def _tree_ensemble(g: GraphWriter, x: str, model, elem: int) -> str:
         [g.node("Cast", [leaf_ids], to=INT64), g.const("offsets", [offsets], INT64)],
     )
     table = g.const("leaf_values", np.concatenate(tables))
-    total = _reduce(g, "ReduceSum", g.node("Gather", [table, index], axis=0), 1, 0)
+    total = g.reduce("ReduceSum", g.node("Gather", [table, index], axis=0), 1, 0)
     if post is None:
         return total
     if post[0] == "div":
