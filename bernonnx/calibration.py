@@ -278,6 +278,14 @@ def _fit_calibrators(
     )
 
 
+def _fit_fold(estimator, X, y, train, fit_kw):
+    """``estimator`` fitted on the rows ``train``, its sample weights sliced alike."""
+    kw = dict(fit_kw)
+    if kw.get("sample_weight") is not None:
+        kw["sample_weight"] = np.asarray(kw["sample_weight"])[train]
+    return estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train), **kw)
+
+
 def _fit_pair(
     estimator,
     X,
@@ -292,10 +300,7 @@ def _fit_pair(
     log_odds,
     classes,
 ):
-    kw = dict(fit_kw)
-    if sample_weight is not None and "sample_weight" in kw:
-        kw["sample_weight"] = sample_weight[train]
-    estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train), **kw)
+    _fit_fold(estimator, X, y, train, fit_kw)
     X_test = _safe_indexing(X, test)
     scores = response_scores(estimator, X_test, method, log_odds, classes)
     sw = None if sample_weight is None else sample_weight[test]
@@ -309,10 +314,7 @@ def _out_of_fold_scores(estimator, X, y, cv, fit_kw, method, log_odds, classes):
     n = _num_samples(X)
     scores = None
     for train, test in cv.split(X, y):
-        kw = dict(fit_kw)
-        if kw.get("sample_weight") is not None:
-            kw["sample_weight"] = np.asarray(kw["sample_weight"])[train]
-        est = clone(estimator).fit(_safe_indexing(X, train), _safe_indexing(y, train), **kw)
+        est = _fit_fold(clone(estimator), X, y, train, fit_kw)
         fold = response_scores(est, _safe_indexing(X, test), method, log_odds, classes)
         if scores is None:
             scores = np.empty((n, *fold.shape[1:]))

@@ -54,13 +54,17 @@ def _final_estimator(model):
     return model.steps[-1][1] if isinstance(model, Pipeline) else model
 
 
+def _numeric_columns(X) -> list:
+    """The names of a DataFrame's numeric (bool, int, float) columns."""
+    return [c for c in X.columns if X[c].dtype.kind in "biuf"]
+
+
 def _as_dtype(X, dtype):
     """Numeric data (array, or each numeric DataFrame column) cast to ``dtype``."""
     if hasattr(X, "dtypes"):
         X = X.copy()
-        for column in X.columns:
-            if X[column].dtype.kind in "biuf":
-                X[column] = X[column].astype(dtype)
+        for column in _numeric_columns(X):
+            X[column] = X[column].astype(dtype)
         return X
     return np.asarray(X, dtype=dtype)
 
@@ -147,15 +151,15 @@ FLOAT32_INPUT_TOLERANCE = 1e-3
 def _numeric(X) -> np.ndarray:
     """The numeric values of an array or of a DataFrame's numeric columns."""
     if hasattr(X, "dtypes"):
-        X = X[[c for c in X.columns if X[c].dtype.kind in "biuf"]]
+        X = X[_numeric_columns(X)]
     return np.asarray(X, dtype=np.float64)
 
 
 def _is_float32_data(X) -> bool:
     """True when every numeric value of ``X`` is float32 (and there is one)."""
     if hasattr(X, "dtypes"):
-        kinds = [X[c].dtype for c in X.columns if X[c].dtype.kind in "biuf"]
-        return bool(kinds) and all(k == np.float32 for k in kinds)
+        columns = _numeric_columns(X)
+        return bool(columns) and all(X[c].dtype == np.float32 for c in columns)
     return getattr(X, "dtype", None) == np.float32
 
 
