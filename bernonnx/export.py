@@ -466,7 +466,7 @@ def _base_stage(model, X, outputs: dict, names: list[str]):
     scores (None when they cannot be computed). ``(None, None)`` when the graph's
     score tensors do not match the fold pairs.
     """
-    from .calibration import _columns, as_scores, combine_one_vs_rest
+    from .calibration import _columns, as_scores, combine_one_vs_rest, response_scores
 
     final = _final_estimator(model)
     pairs = final.calibrated_classifiers_
@@ -476,7 +476,15 @@ def _base_stage(model, X, outputs: dict, names: list[str]):
         X = model[:-1].transform(X)
     errors, replay = [], 0.0
     for pair, name in zip(pairs, names, strict=True):
-        python = np.asarray(getattr(pair.estimator, pair.response_method)(X), dtype=np.float64)
+        # log-odds from log-probabilities are computed inside the base stage: its
+        # tensor holds the scores the calibrators see, not the method's output
+        log_proba = getattr(pair, "log_odds_from", None) == "log_proba"
+        if log_proba:
+            args = (pair.response_method, pair.log_odds, pair.classes)
+            python = response_scores(pair.estimator, X, *args)
+        else:
+            python = getattr(pair.estimator, pair.response_method)(X)
+        python = np.asarray(python, dtype=np.float64)
         graph = np.asarray(outputs[name], dtype=np.float64)
         if graph.ndim == 1:
             graph = graph[:, None]
@@ -487,7 +495,11 @@ def _base_stage(model, X, outputs: dict, names: list[str]):
         if replay is None:
             continue
         try:
-            scores = as_scores(graph, pair.response_method, pair.log_odds, pair.classes)
+            scores = (
+                graph
+                if log_proba
+                else as_scores(graph, pair.response_method, pair.log_odds, pair.classes)
+            )
             if python.ndim == 1:
                 scores = scores.reshape(-1)
             positive = [

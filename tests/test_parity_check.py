@@ -274,3 +274,21 @@ def test_fusion_failure_stage_is_unknown(data):
     report = check_parity(fusion, onx, X[1200:], tol=0.0)  # float32 rounding fails tol 0
     consistent(report)
     assert not report["passed"] and report["stage"] == "unknown"
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_base_stage_of_log_odds_from_log_probabilities(n_classes):
+    """GaussianNB with log_odds=True: the graph's base tensor holds log-odds, and the
+    check compares it with the log-odds Python's calibrators see."""
+    from sklearn.naive_bayes import GaussianNB
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 4))
+    y = rng.integers(0, n_classes, 1500)
+    X[np.arange(1500), y] += 2.0
+    base = GaussianNB().fit(X[:500], y[:500])
+    cal = CalibratedClassifier(FrozenEstimator(base), log_odds=True).fit(X[500:1000], y[500:1000])
+    onx = to_onnx(cal, X[:5], dtype=np.float64)
+    report = check_parity(cal, onx, X[1000:])
+    consistent(report)
+    assert report["passed"] and max(report["base_max_abs_error"]) <= 1e-9, report
