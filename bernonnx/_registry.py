@@ -1,0 +1,179 @@
+"""The one list of bernonnx calibrators.
+
+Everything that must know every calibrator reads :data:`CALIBRATORS`: the skl2onnx
+registration (``bernonnx.converters``), the command line's ``--method`` names, the
+plotting hooks and the common estimator checks in the tests. Adding a calibrator is one
+estimator module, one converter emitter and one :class:`Entry` here.
+
+Classes, emitters and plot hooks are named by dotted path (``"module:attribute"``) and
+imported on first use, so this module imports nothing heavy and nothing circular:
+``bernonnx`` never imports onnx or skl2onnx at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import import_module
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["CALIBRATORS", "Entry", "Variant", "entry_for", "resolve"]
+
+
+def resolve(path: str) -> Any:
+    """The object named by ``"package.module:attribute"``."""
+    module, _, attr = path.partition(":")
+    return getattr(import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One ``bernonnx compare/export --method`` name: the class with fixed parameters."""
+
+    cli_name: str
+    summary: str
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: the method reads its scores as probabilities in [0, 1] (log-odds input)
+    needs_probabilities: bool = False
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A calibrator family: its class, converter emitter, plot hooks and CLI names.
+
+    Parameters
+    ----------
+    cls : str
+        ``"module:Class"`` of the estimator; the class is public in ``bernonnx``.
+    emitter : str
+        ``"module:function"`` emitting the calibrator's ONNX nodes (see
+        ``bernonnx.converters``).
+    variants : tuple of Variant
+        Its ``--method`` names, the first being the default construction.
+    multi : bool
+        True if it reads several score columns at once (fusion); False for one score.
+    plot : str or None
+        ``"module:object"`` of its plotting hooks (``bernonnx.plotting``), or None if
+        it has no calibration-function picture.
+    """
+
+    cls: str
+    emitter: str
+    variants: tuple[Variant, ...]
+    multi: bool = False
+    plot: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The class name, as exported from ``bernonnx``."""
+        return self.cls.partition(":")[2]
+
+    @property
+    def onnx_alias(self) -> str:
+        """The skl2onnx operator alias of the estimator."""
+        return f"Bernonnx{self.name}"
+
+    def load(self) -> type:
+        """The estimator class."""
+        return resolve(self.cls)
+
+    def make(self, variant: Variant | None = None, **params) -> Any:
+        """A new, unfitted estimator of ``variant`` (default the first), with ``params``."""
+        variant = self.variants[0] if variant is None else variant
+        return self.load()(**{**variant.params, **params})
+
+
+def _p(**params) -> Mapping[str, Any]:
+    return MappingProxyType(params)
+
+
+CALIBRATORS: tuple[Entry, ...] = (
+    Entry(
+        "bernonnx.bernstein:BernsteinCalibrator",
+        "bernonnx.converters.bernstein:emit_bernstein",
+        (
+            Variant(
+                "bernstein",
+                "BernsteinCalibrator(): Bernstein polynomial, log loss, degree by 5-fold CV",
+                aliases=("bernstein-log",),
+            ),
+            Variant(
+                "bernstein-squared",
+                "BernsteinCalibrator(loss='squared'): Bernstein polynomial, least squares",
+                _p(loss="squared"),
+            ),
+        ),
+    ),
+    Entry(
+        "bernonnx.baselines:PlattCalibrator",
+        "bernonnx.converters.baselines:emit_baseline",
+        (
+            Variant("platt", "PlattCalibrator(): Platt scaling"),
+            Variant(
+                "platt-logodds",
+                "PlattCalibrator(log_odds=True): Platt on log-odds (scores must be in [0, 1])",
+                _p(log_odds=True),
+                needs_probabilities=True,
+                aliases=("platt-log-odds",),
+            ),
+        ),
+    ),
+    Entry(
+        "bernonnx.baselines:IsotonicCalibrator",
+        "bernonnx.converters.baselines:emit_baseline",
+        (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
+    ),
+    Entry(
+        "bernonnx.baselines:HistogramCalibrator",
+        "bernonnx.converters.baselines:emit_baseline",
+        (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
+    ),
+    Entry(
+        "bernonnx.baselines:PlattHistogramCalibrator",
+        "bernonnx.converters.baselines:emit_baseline",
+        (
+            Variant(
+                "platt-histogram",
+                "PlattHistogramCalibrator(): scaling-binning (Kumar et al. 2019)",
+                aliases=("scaling-binning",),
+            ),
+        ),
+    ),
+    Entry(
+        "bernonnx.multivariate:MultivariateBernsteinCalibrator",
+        "bernonnx.converters.multivariate:emit_multivariate",
+        (
+            Variant(
+                "multivariate",
+                "MultivariateBernsteinCalibrator(): tensor Bernstein fusion of all score "
+                "columns, least squares on quantile-transformed scores",
+            ),
+            Variant(
+                "multivariate-log",
+                "MultivariateBernsteinCalibrator(loss='log', score_transform='logistic')",
+                _p(loss="log", score_transform="logistic"),
+            ),
+        ),
+        multi=True,
+    ),
+)
+
+
+def entry_for(estimator_or_class: Any) -> Entry:
+    """The registry entry of a calibrator instance or class.
+
+    Raises
+    ------
+    TypeError
+        If it is not a registered bernonnx calibrator.
+    """
+    cls = estimator_or_class if isinstance(estimator_or_class, type) else type(estimator_or_class)
+    for entry in CALIBRATORS:
+        if cls is entry.load():
+            return entry
+    raise TypeError(
+        f"{cls.__name__} is not a registered bernonnx calibrator; registered: "
+        f"{', '.join(e.name for e in CALIBRATORS)}"
+    )
