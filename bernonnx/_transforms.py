@@ -28,6 +28,7 @@ clipped ramps), so the converter emits the same formula.
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit, logit
 
 from ._stats import weighted_quantile
 
@@ -35,8 +36,8 @@ TRANSFORMS = ("logistic", "quantile", "minmax")
 
 #: The logistic transform maps these percentiles to themselves.
 _TAIL = 0.1
-#: sigmoid(z) = 1 - _TAIL at z = ln((1 - _TAIL) / _TAIL).
-_TAIL_LOGIT = float(np.log((1 - _TAIL) / _TAIL))
+#: expit(z) = 1 - _TAIL at z = logit(1 - _TAIL).
+_TAIL_LOGIT = float(logit(1 - _TAIL))
 
 
 #: Scores whose largest magnitude lies outside ``[2^-SAFE_EXPONENT,
@@ -150,7 +151,7 @@ def apply_transform(kind: str, s: np.ndarray, params: dict) -> tuple[np.ndarray,
     """Map scores to ``(u, v)`` with ``u`` in ``[0, 1]`` and ``v = 1 - u``; float64.
 
     ``v`` is computed on its own where that is more accurate: for the
-    logistic transform ``v = 1 / (1 + exp(z))``, which keeps full relative
+    logistic transform ``v = expit(-z) = 1 / (1 + exp(z))``, which keeps full relative
     precision where ``u`` rounds to 1, so scores far in the upper tail stay
     distinct after calibration.
     """
@@ -167,4 +168,4 @@ def apply_transform(kind: str, s: np.ndarray, params: dict) -> tuple[np.ndarray,
             u = np.clip(d * params["scale"], 0.0, 1.0)
             return u, 1.0 - u
         z = np.maximum(d, 0.0) * params["scale"] + np.minimum(d, 0.0) * params["scale_below"]
-        return 1.0 / (1.0 + np.exp(-z)), 1.0 / (1.0 + np.exp(z))
+        return expit(z), expit(-z)
