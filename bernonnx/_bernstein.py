@@ -22,7 +22,7 @@ pass over the data:
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import comb
+from scipy.special import comb, expit
 
 #: Rows processed at once: bounds the temporary basis matrix to about
 #: ``CHUNK * (2 * degree + 1) * 8`` bytes (about 27 MB at degree 100).
@@ -175,3 +175,32 @@ def least_squares_terms(
     h = elevation_matrix(degree, 2 * degree) @ m[:, 1]
     r = float(np.dot(weights, np.asarray(y, dtype=np.float64) ** 2))
     return gram, h, r
+
+
+def logistic_terms(
+    u: np.ndarray,
+    v: np.ndarray | None,
+    y: np.ndarray,
+    weights: np.ndarray,
+    coef: np.ndarray,
+    hessian: bool = True,
+) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """Sum of ``w [log(1 + e^eta) - y eta]``, its gradient and Hessian (or ``None``).
+
+    ``eta = b(u)^T coef``; one chunked pass over the rows. The gradient comes
+    almost free with the loss; the Hessian ``sum_i w_i p_i (1 - p_i) b b^T``
+    is the costly part.
+    """
+    d = coef.shape[0] - 1
+    f, g = 0.0, np.zeros(d + 1)
+    h = np.zeros((d + 1, d + 1)) if hessian else None
+    for start in range(0, u.shape[0], CHUNK):
+        sl = slice(start, start + CHUNK)
+        basis = bernstein_basis_t(u[sl], d, v=None if v is None else v[sl])
+        eta = coef @ basis
+        p = expit(eta)
+        f += float(weights[sl] @ (np.logaddexp(0.0, eta) - y[sl] * eta))
+        g += basis @ (weights[sl] * (p - y[sl]))
+        if hessian:
+            h += (basis * (weights[sl] * p * (1.0 - p))) @ basis.T
+    return f, g, h

@@ -1,4 +1,15 @@
-"""The small quadratic program behind every monotone Bernstein fit.
+"""The feasible sets of the monotone Bernstein fits, and their small quadratic programs.
+
+Both implement the protocol the fitting core (:mod:`bernonnx._newton`) uses:
+``shape``, ``lo``, ``hi``, ``project(x)`` (a feasible point near ``x``) and
+``qp(h, q, x0=None)`` (minimise ``1/2 x^T h x + q^T x`` over the set; ``x0``
+a nearby point). ``x`` is the coefficient tensor flattened in C order.
+
+* :class:`Chain`, one score: ``lo <= x_0 <= x_1 <= ... <= x_d <= hi``.
+* :class:`Lattice`, ``M`` scores: non-decreasing along every axis of the
+  coefficient tensor (Wang & Liu, Theorem 1), solved by cvxpy with Clarabel.
+
+The chain QP
 
     minimise    1/2 x^T H x + q^T x
     subject to  lo <= x_0 <= x_1 <= ... <= x_d <= hi
@@ -19,10 +30,19 @@ tiny whatever the number of samples. Two solvers:
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+
+#: Relative ridge added to every lattice QP Hessian, as in the chain
+#: active-set solver: directions without data (a constant column) still get a
+#: unique solution.
+_RIDGE = 1e-12
 
 
 def _blocks(link: np.ndarray) -> list[tuple[int, int]]:
@@ -233,3 +253,128 @@ def solve_monotone_qp_cvxpy(
     elif problem.status != cp.OPTIMAL:
         raise RuntimeError(f"cvxpy/Clarabel failed on the monotone QP: status {problem.status!r}")
     return project_monotone(np.asarray(x.value, dtype=np.float64), lo, hi, min_step)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Feasible set of the 1-D fit: ``lo <= x_0``, ``x_k - x_{k-1} >= g``, ``x_d <= hi``.
+
+    ``g = min_slope (hi - lo) / d`` (see :func:`solve_monotone_qp`); ``solve``
+    is :func:`solve_monotone_qp` or :func:`solve_monotone_qp_cvxpy`.
+    """
+
+    shape: tuple[int]
+    lo: float
+    hi: float
+    min_slope: float = 0.0
+    solve: Callable = solve_monotone_qp
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        return project_monotone(x, self.lo, self.hi, self.min_slope)
+
+    def qp(self, h: np.ndarray, q: np.ndarray, x0: np.ndarray | None = None) -> np.ndarray:
+        return self.solve(h, q, self.lo, self.hi, x0=x0, min_step=self.min_slope)
+
+
+class Lattice:
+    """Feasible set of Theorem 1 with the strictness margin, and its QP.
+
+    ``x`` is the coefficient tensor of shape ``shape`` flattened in C order;
+    constraints ``x[0] >= lo``, ``x[-1] <= hi`` and ``x[k + e_m] - x[k] >=
+    gap_m`` with ``gap_m = min_slope (hi - lo) / (M K_m)``: the margins add up
+    to ``min_slope (hi - lo)`` along the diagonal, as in the 1-D fit.
+    """
+
+    def __init__(self, shape, lo, hi, min_slope):
+        self.shape, self.lo, self.hi = tuple(shape), float(lo), float(hi)
+        m_axes = len(self.shape)
+        self.gaps = [min_slope * (hi - lo) / (m_axes * max(k - 1, 1)) for k in self.shape]
+        grids = np.meshgrid(*(np.arange(k) for k in self.shape), indexing="ij")
+        self.ramp = sum(g * k for g, k in zip(self.gaps, grids, strict=True)).ravel()
+        idx = np.arange(math.prod(self.shape)).reshape(self.shape)
+        lower, upper, gap = [], [], []
+        for m, k in enumerate(self.shape):
+            lower.append(np.take(idx, np.arange(k - 1), axis=m).ravel())
+            upper.append(np.take(idx, np.arange(1, k), axis=m).ravel())
+            gap.append(np.full(lower[-1].size, self.gaps[m]))
+        lower, upper = np.concatenate(lower), np.concatenate(upper)
+        rows = np.arange(lower.size)
+        self.diff = sp.csr_matrix(
+            (
+                np.r_[-np.ones(rows.size), np.ones(rows.size)],
+                (np.r_[rows, rows], np.r_[lower, upper]),
+            ),
+            shape=(rows.size, idx.size),
+        )
+        self.gap = np.concatenate(gap)
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """A feasible point near ``x``, exactly feasible in floating point.
+
+        With the ramp removed, clip to the bounds and take running maxima
+        along each axis in turn: a running maximum along one axis keeps
+        monotonicity along the others.
+        """
+        y = np.asarray(x, dtype=np.float64).ravel() - self.ramp
+        y = np.clip(y, self.lo, self.hi - self.ramp[-1]).reshape(self.shape)
+        for axis in range(y.ndim):
+            y = np.maximum.accumulate(y, axis=axis)
+        return y.ravel() + self.ramp
+
+    def qp(self, h: np.ndarray, q: np.ndarray, x0: np.ndarray | None = None) -> np.ndarray:
+        """Minimise ``1/2 x^T h x + q^T x`` over the lattice; cvxpy with Clarabel.
+
+        Solved in ``z = x - x0`` (``x0`` a nearby point): near convergence the
+        objective in ``z`` is small, and Clarabel's absolute gap tolerance
+        then bounds the error of a Newton step by that of the decrease, not
+        of the loss itself. ``h`` is rebuilt from its eigen-decomposition with
+        eigenvalues clipped at zero plus a relative ridge of ``1e-12``, and
+        scaled to unit mean diagonal, so the matrix handed over is positive
+        definite in floating point; should Clarabel still fail, the problem is
+        solved again with the objective written through the factor ``F``
+        (``h = F F^T``).
+        """
+        import cvxpy as cp
+
+        size = h.shape[0]
+        center = np.zeros(size) if x0 is None else np.ravel(x0).astype(np.float64)
+        h = 0.5 * (h + h.T)
+        scale = max(float(np.trace(h)) / size, np.finfo(float).tiny)
+        lam, vec = np.linalg.eigh(h / scale)
+        factor = vec * np.sqrt(np.maximum(lam, 0.0) + _RIDGE)
+        gram = factor @ factor.T
+        gram = 0.5 * (gram + gram.T)  # a product of two factors is symmetric only to rounding
+        lin = (q + h @ center) / scale
+        z = cp.Variable(size)
+        constraints = [
+            self.diff @ z >= self.gap - self.diff @ center,
+            z[0] >= self.lo - center[0],
+            z[size - 1] <= self.hi - center[-1],
+        ]
+        status, errors = None, []
+        for quad in (
+            lambda: cp.quad_form(z, cp.psd_wrap(gram)),
+            lambda: cp.sum_squares(factor.T @ z),
+        ):
+            problem = cp.Problem(cp.Minimize(0.5 * quad() + lin @ z), constraints)
+            try:
+                problem.solve(solver=cp.CLARABEL)
+            except cp.error.SolverError as exc:
+                errors.append(str(exc))
+                continue
+            status = problem.status
+            if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+                break
+        if status == cp.OPTIMAL_INACCURATE:
+            warnings.warn(
+                f"cvxpy/Clarabel returned status {status!r} for the lattice-monotone QP "
+                f"with {size} coefficients",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        elif status != cp.OPTIMAL:
+            raise RuntimeError(
+                f"cvxpy/Clarabel failed on the lattice-monotone QP with {size} coefficients: "
+                f"status {status!r}" + (f" ({'; '.join(errors)})" if errors else "")
+            )
+        return self.project(center + z.value)

@@ -13,7 +13,10 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bernonnx import BernsteinCalibrator
+from bernonnx import _tensor as tm
 from bernonnx import multivariate as mv
+from bernonnx._newton import TENSOR, Points, newton
+from bernonnx._qp import Lattice
 from bernonnx._transforms import apply_transform
 from bernonnx.multivariate import MultivariateBernsteinCalibrator
 
@@ -101,16 +104,16 @@ def test_tensor_moments_gram_and_eval_match_the_explicit_basis(degrees):
     y = rng.random(700)
     basis = tensor_basis_matrix(u, degrees)
     double = tuple(2 * d for d in degrees)
-    t = mv.tensor_moments(u, 1 - u, np.stack([w, w * y], axis=1), double)
+    t = tm.tensor_moments(u, 1 - u, np.stack([w, w * y], axis=1), double)
     np.testing.assert_allclose(t[..., 0].ravel(), tensor_basis_matrix(u, double).T @ w, rtol=1e-12)
-    gram = mv.tensor_gram(t[..., 0], degrees)
+    gram = tm.tensor_gram(t[..., 0], degrees)
     np.testing.assert_allclose(gram, basis.T @ (w[:, None] * basis), rtol=1e-10, atol=1e-13)
-    rhs = mv.mode_product(t[..., 1], mv._elevation_to_double(degrees)).ravel()
+    rhs = tm.mode_product(t[..., 1], tm._elevation_to_double(degrees)).ravel()
     np.testing.assert_allclose(rhs, basis.T @ (w * y), rtol=1e-10, atol=1e-13)
     coef = rng.normal(size=tuple(d + 1 for d in degrees))
-    np.testing.assert_allclose(mv.tensor_eval(u, 1 - u, coef), basis @ coef.ravel(), atol=1e-12)
-    high = mv.elevate(coef, tuple(d + 2 for d in degrees))
-    np.testing.assert_allclose(mv.tensor_eval(u, 1 - u, high), basis @ coef.ravel(), atol=1e-12)
+    np.testing.assert_allclose(tm.tensor_eval(u, 1 - u, coef), basis @ coef.ravel(), atol=1e-12)
+    high = tm.elevate(coef, tuple(d + 2 for d in degrees))
+    np.testing.assert_allclose(tm.tensor_eval(u, 1 - u, high), basis @ coef.ravel(), atol=1e-12)
 
 
 def test_auto_grid_keeps_at_most_256_coefficients():
@@ -147,8 +150,9 @@ def test_binned_log_fit_is_polished_to_the_exact_optimum():
     cal = MultivariateBernsteinCalibrator(degree=(4, 4), loss="log").fit(s, y)
     u = transformed(cal, s)
     w = np.ones(s.shape[0])
-    lattice = mv._Lattice((5, 5), -15.0, 15.0, cal.min_slope)
-    exact = mv._newton_logistic(u, 1 - u, y.astype(float), w, lattice, cal.coef_.ravel() * 0)
+    lattice = Lattice((5, 5), -15.0, 15.0, cal.min_slope)
+    exact = newton(TENSOR, Points(u, 1 - u, y.astype(float), w), lattice, cal.coef_.ravel() * 0)
+    exact = exact.reshape(lattice.shape)
     basis = tensor_basis_matrix(u, (4, 4))
     ours, best = (objective(basis, c, y, w, "log") for c in (cal.coef_, exact))
     assert ours <= best * (1 + 1e-8)
