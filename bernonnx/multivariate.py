@@ -35,7 +35,7 @@ from ._newton import (
 )
 from ._qp import Lattice
 from ._transforms import apply_transform, fit_transform_params, rescale, score_exponent
-from ._validation import StrOptions, _finite_or_raise, _fit_context, labelled_rows
+from ._validation import _finite_or_raise, _fit_context, labelled_rows
 
 __all__ = ["MultivariateBernsteinCalibrator"]
 
@@ -94,10 +94,6 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         Box on the log-odds coefficients of ``loss="log"``.
     n_folds : int, default=5
         Folds used to choose the degree when ``degree="auto"``.
-    solver : {"cvxpy"}, default="cvxpy"
-        Solver of the lattice-monotone QP: cvxpy with Clarabel (the 1-D
-        active-set method handles a chain of constraints only; the option
-        mirrors :class:`BernsteinCalibrator`).
     min_slope : float, default=1e-7
         Neighbouring coefficients along axis ``m`` must differ by at least
         ``min_slope * (U - L) / (M K_m)`` (``[L, U]`` the coefficient box),
@@ -198,7 +194,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
     True
     """
 
-    _parameter_constraints: dict = {**PARAMETER_CONSTRAINTS, "solver": [StrOptions({"cvxpy"})]}
+    _parameter_constraints: dict = {**PARAMETER_CONSTRAINTS}
 
     def __init__(
         self,
@@ -209,7 +205,6 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         n_knots=64,
         logit_bound=15.0,
         n_folds=5,
-        solver="cvxpy",
         min_slope=1e-7,
     ):
         self.degree = degree
@@ -218,7 +213,6 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         self.n_knots = n_knots
         self.logit_bound = logit_bound
         self.n_folds = n_folds
-        self.solver = solver
         self.min_slope = min_slope
 
     def _candidate_degrees(self, m_axes: int) -> list[tuple[int, ...]]:
