@@ -136,10 +136,11 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
+    >>> from scipy.special import expit
     >>> from bernonnx import BernsteinCalibrator
     >>> rng = np.random.default_rng(0)
     >>> s = rng.normal(size=2000)
-    >>> y = rng.random(2000) < 1 / (1 + np.exp(-3 * s))
+    >>> y = rng.random(2000) < expit(3 * s)
     >>> cal = BernsteinCalibrator(degree=8).fit(s, y)
     >>> p = cal.predict_proba(np.array([-1.0, 0.0, 1.0]))[:, 1]
     >>> bool(np.all(np.diff(p) > 0))

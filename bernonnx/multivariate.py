@@ -182,10 +182,11 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
     Examples
     --------
     >>> import numpy as np
+    >>> from scipy.special import expit
     >>> from bernonnx import MultivariateBernsteinCalibrator
     >>> rng = np.random.default_rng(0)
     >>> s = rng.normal(size=(2000, 2))
-    >>> y = rng.random(2000) < 1 / (1 + np.exp(-(2 * s[:, 0] + s[:, 1])))
+    >>> y = rng.random(2000) < expit(2 * s[:, 0] + s[:, 1])
     >>> cal = MultivariateBernsteinCalibrator(degree=4).fit(s, y)
     >>> cal.coef_.shape
     (5, 5)
