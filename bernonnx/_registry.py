@@ -107,7 +107,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         ),
     ),
     Entry(
-        "bernonnx.baselines:PlattCalibrator",
+        "bernonnx.platt:PlattCalibrator",
         "bernonnx.converters.baselines:emit_baseline",
         (
             Variant("platt", "PlattCalibrator(): Platt scaling"),
@@ -121,17 +121,17 @@ CALIBRATORS: tuple[Entry, ...] = (
         ),
     ),
     Entry(
-        "bernonnx.baselines:IsotonicCalibrator",
+        "bernonnx.isotonic:IsotonicCalibrator",
         "bernonnx.converters.baselines:emit_baseline",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
     ),
     Entry(
-        "bernonnx.baselines:HistogramCalibrator",
+        "bernonnx.histogram:HistogramCalibrator",
         "bernonnx.converters.baselines:emit_baseline",
         (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
     ),
     Entry(
-        "bernonnx.baselines:PlattHistogramCalibrator",
+        "bernonnx.histogram:PlattHistogramCalibrator",
         "bernonnx.converters.baselines:emit_baseline",
         (
             Variant(
