@@ -108,7 +108,7 @@ CALIBRATORS: tuple[Entry, ...] = (
     ),
     Entry(
         "bernonnx.platt:PlattCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.converters.platt:emit_platt",
         (
             Variant("platt", "PlattCalibrator(): Platt scaling"),
             Variant(
@@ -122,17 +122,17 @@ CALIBRATORS: tuple[Entry, ...] = (
     ),
     Entry(
         "bernonnx.isotonic:IsotonicCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.converters.isotonic:emit_isotonic",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
     ),
     Entry(
         "bernonnx.histogram:HistogramCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.converters.histogram:emit_histogram",
         (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
     ),
     Entry(
         "bernonnx.histogram:PlattHistogramCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.converters.histogram:emit_platt_histogram",
         (
             Variant(
                 "platt-histogram",
