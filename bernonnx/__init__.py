@@ -1,16 +1,13 @@
 """bernonnx: monotone probability calibrators that export exactly to ONNX."""
 
 from . import metrics
-from .baselines import (
-    HistogramCalibrator,
-    IsotonicCalibrator,
-    PlattCalibrator,
-    PlattHistogramCalibrator,
-)
 from .bernstein import BernsteinCalibrator
 from .calibration import CalibratedClassifier
 from .fusion import FusionClassifier
+from .histogram import HistogramCalibrator, PlattHistogramCalibrator
+from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
+from .platt import PlattCalibrator
 
 __version__ = "0.1.0.dev0"
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import predict_scores
 
 
 class PositiveProbaMixin:
@@ -63,3 +67,19 @@ class NoneDefaultsMixin:
             if nested and params.get(key, getattr(self, key)) is None:
                 params = {**params, key: default()}
         return super().set_params(**params)
+
+
+class _ScoreCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
+    """A one-score baseline calibrator (Platt, isotonic, histogram): inputs checked
+    as ``BernsteinCalibrator`` does (:func:`fit_inputs`), ``[1 - p, p]``,
+    ``predict`` and tags from the mixin.
+
+    Subclasses implement ``_evaluate(s)``: the positive-class probability of
+    float64 scores, in float64.
+    """
+
+    def _positive_proba(self, X):
+        check_is_fitted(self)
+        s = predict_scores(self, X)
+        # evaluated in float64 (a float32 score is exact in float64), then cast back
+        return self._evaluate(s.astype(np.float64)).astype(s.dtype, copy=False)

@@ -107,8 +107,8 @@ CALIBRATORS: tuple[Entry, ...] = (
         ),
     ),
     Entry(
-        "bernonnx.baselines:PlattCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.platt:PlattCalibrator",
+        "bernonnx.converters.platt:emit_platt",
         (
             Variant("platt", "PlattCalibrator(): Platt scaling"),
             Variant(
@@ -121,18 +121,18 @@ CALIBRATORS: tuple[Entry, ...] = (
         ),
     ),
     Entry(
-        "bernonnx.baselines:IsotonicCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.isotonic:IsotonicCalibrator",
+        "bernonnx.converters.isotonic:emit_isotonic",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
     ),
     Entry(
-        "bernonnx.baselines:HistogramCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.histogram:HistogramCalibrator",
+        "bernonnx.converters.histogram:emit_histogram",
         (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
     ),
     Entry(
-        "bernonnx.baselines:PlattHistogramCalibrator",
-        "bernonnx.converters.baselines:emit_baseline",
+        "bernonnx.histogram:PlattHistogramCalibrator",
+        "bernonnx.converters.histogram:emit_platt_histogram",
         (
             Variant(
                 "platt-histogram",

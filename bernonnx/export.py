@@ -294,7 +294,7 @@ def to_onnx(
     (True, True)
     """
     from bernonnx.converters import register_converters
-    from bernonnx.converters.calibration import SAMPLE
+    from bernonnx.converters.base_scores import SAMPLE
     from bernonnx.converters.exact import EXACT_PARSERS, EXACT_TRANSFORMERS
 
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):

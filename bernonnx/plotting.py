@@ -26,15 +26,12 @@ from numpy.typing import ArrayLike
 from scipy.special import expit, logit
 from sklearn.utils.validation import check_is_fitted
 
-from .baselines import (
-    HistogramCalibrator,
-    IsotonicCalibrator,
-    PlattCalibrator,
-    PlattHistogramCalibrator,
-)
 from .bernstein import BernsteinCalibrator
+from .histogram import HistogramCalibrator, PlattHistogramCalibrator
+from .isotonic import IsotonicCalibrator
 from .metrics import expected_calibration_error, reliability_table
 from .multivariate import MultivariateBernsteinCalibrator
+from .platt import PlattCalibrator
 
 __all__ = ["plot_calibration_function", "plot_contour", "reliability_diagram"]
 

@@ -8,6 +8,18 @@ Pipeline::
     register_converters()
 
 :func:`bernonnx.export.to_onnx` calls it for you.
+
+Modules, one per estimator module, plus what they share:
+
+- ``bernstein``, ``platt``, ``isotonic``, ``histogram``, ``multivariate``: each
+  calibrator's emitter (found through ``bernonnx._registry.CALIBRATORS``);
+- ``calibrator``: any calibrator on its own; ``calibration``:
+  ``CalibratedClassifier``; ``fusion``: ``FusionClassifier``;
+- ``base_scores``: the base models inside the graph; ``exact`` (with
+  ``exact_preprocessing``, ``exact_models``, ``exact_trees``): base-model
+  converters that compute what scikit-learn computes;
+- ``_classifier``: options, outputs, shape calculator and calibrator dispatch
+  shared by the classifier converters; ``_graph``: the node writer.
 """
 
 from __future__ import annotations
@@ -22,60 +34,67 @@ def register_converters() -> None:
     from skl2onnx import update_registered_converter
     from skl2onnx.common._registration import register_converter, register_shape_calculator
 
-    import bernonnx
     from bernonnx import CalibratedClassifier, FusionClassifier
-    from bernonnx.converters.calibration import (
-        CALIBRATOR_ALIASES,
+    from bernonnx._registry import CALIBRATORS
+    from bernonnx.converters._classifier import (
         CLASSIFIER_OPTIONS,
-        SCORES,
-        STAGE,
         calculate_classifier_output_shapes,
-        calculate_raw_scores_shapes,
-        convert_calibration_stage,
-        convert_raw_scores,
-        convert_score_calibrator,
-        parse_calibrated_classifier,
-        parse_score_calibrator,
     )
+    from bernonnx.converters.base_scores import (
+        SCORES,
+        calculate_raw_scores_shapes,
+        convert_raw_scores,
+    )
+    from bernonnx.converters.calibration import (
+        STAGE,
+        convert_calibration_stage,
+        parse_calibrated_classifier,
+    )
+    from bernonnx.converters.calibrator import convert_score_calibrator, parse_score_calibrator
     from bernonnx.converters.fusion import (
         FUSION_STAGE,
         convert_fusion_stage,
         parse_fusion_classifier,
     )
 
-    for name, alias in CALIBRATOR_ALIASES.items():
+    for entry in CALIBRATORS:
         update_registered_converter(
-            getattr(bernonnx, name),
-            alias,
+            entry.load(),
+            entry.onnx_alias,
             calculate_classifier_output_shapes,
             convert_score_calibrator,
             parser=parse_score_calibrator,
             options=CLASSIFIER_OPTIONS,
             overwrite=True,
         )
-    # The meta-estimator's parser emits the base models and a stage operator;
+    # The meta-estimators' parsers emit the base models and a stage operator;
     # the stage (not the estimator class) carries the converter.
-    update_registered_converter(
-        CalibratedClassifier,
-        "BernonnxCalibratedClassifier",
-        calculate_classifier_output_shapes,
-        convert_calibration_stage,
-        parser=parse_calibrated_classifier,
-        options=CLASSIFIER_OPTIONS,
-        overwrite=True,
-    )
-    register_shape_calculator(STAGE, calculate_classifier_output_shapes, overwrite=True)
-    register_converter(STAGE, convert_calibration_stage, overwrite=True)
-    update_registered_converter(
-        FusionClassifier,
-        "BernonnxFusionClassifier",
-        calculate_classifier_output_shapes,
-        convert_fusion_stage,
-        parser=parse_fusion_classifier,
-        options=CLASSIFIER_OPTIONS,
-        overwrite=True,
-    )
-    register_shape_calculator(FUSION_STAGE, calculate_classifier_output_shapes, overwrite=True)
-    register_converter(FUSION_STAGE, convert_fusion_stage, overwrite=True)
+    for model, alias, stage, parser, converter in (
+        (
+            CalibratedClassifier,
+            "BernonnxCalibratedClassifier",
+            STAGE,
+            parse_calibrated_classifier,
+            convert_calibration_stage,
+        ),
+        (
+            FusionClassifier,
+            "BernonnxFusionClassifier",
+            FUSION_STAGE,
+            parse_fusion_classifier,
+            convert_fusion_stage,
+        ),
+    ):
+        update_registered_converter(
+            model,
+            alias,
+            calculate_classifier_output_shapes,
+            converter,
+            parser=parser,
+            options=CLASSIFIER_OPTIONS,
+            overwrite=True,
+        )
+        register_shape_calculator(stage, calculate_classifier_output_shapes, overwrite=True)
+        register_converter(stage, converter, overwrite=True)
     register_shape_calculator(SCORES, calculate_raw_scores_shapes, overwrite=True)
     register_converter(SCORES, convert_raw_scores, overwrite=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from bernonnx._transforms import exponent_factors
+
 DOUBLE = TensorProto.DOUBLE
 FLOAT = TensorProto.FLOAT
 _NUMPY = {
@@ -21,8 +23,18 @@ _NUMPY = {
 }
 
 #: Minimum ai.onnx opset the emitted nodes need (Clip with tensor bounds,
-#: ReduceSum with axes as an input).
+#: ReduceSum with axes as an input); the converters refuse a lower target.
 MIN_OPSET = 13
+
+
+def check_opset(container, what: str) -> None:
+    """Raise if the conversion targets an ai.onnx opset below :data:`MIN_OPSET`."""
+    opset = container.target_opset
+    if opset is not None and opset < MIN_OPSET:
+        raise ValueError(
+            f"target_opset {opset} is too low to export {what}: bernonnx's converters "
+            f"need ai.onnx opset {MIN_OPSET} or later"
+        )
 
 
 class GraphWriter:
@@ -75,3 +87,25 @@ class GraphWriter:
     def column(self, name: str, index: int) -> str:
         """Column ``index`` of an (N, K) tensor as (N, 1)."""
         return self.node("Gather", [name, self.const("col", [index], TensorProto.INT64)], axis=1)
+
+
+def clipped_log_odds(g: GraphWriter, p: str, eps: float) -> str:
+    """``log(c) - log(1 - c)`` with ``c = Clip(p, eps, 1 - eps)``: the log-odds of
+    ``bernonnx._transforms.clipped_log_odds`` (``Log(1 - c)`` stands for its
+    ``log1p(-c)``; ONNX has no log1p). Platt's ``log_odds=True`` and the
+    ``CalibratedClassifier`` / ``FusionClassifier`` ``log_odds`` option share it."""
+    c = g.node("Clip", [p, g.const("eps", eps), g.const("1meps", 1.0 - eps)])
+    q = g.node("Sub", [g.const("one", 1.0), c])
+    return g.node("Sub", [g.node("Log", [c]), g.node("Log", [q])], "logit")
+
+
+def rescale_scores(g: GraphWriter, s: str, exponent) -> str:
+    """``s * 2^exponent`` as ``bernonnx._transforms.rescale`` computes it: two
+    exact power-of-two ``Mul`` nodes (one factor per column for a vector
+    ``exponent``); ``s`` itself when every exponent is 0."""
+    exponent = np.atleast_1d(np.asarray(exponent, dtype=np.int64))
+    if not exponent.any():
+        return s
+    first, second = np.array([exponent_factors(int(e)) for e in exponent]).T
+    s = g.node("Mul", [s, g.const("pow2_first", first[None, :])])
+    return g.node("Mul", [s, g.const("pow2_second", second[None, :])], "rescaled")

@@ -1,7 +1,6 @@
 """ONNX converter of :class:`bernonnx.BernsteinCalibrator` (mirrors ``bernonnx/bernstein.py``).
 
-Nodes emitted on a float64 score matrix ``raw`` (N, K) whose column ``j`` is
-the score ``s``::
+Nodes emitted on the float64 score ``s`` (N, 1)::
 
     rescale  s  = Mul(Mul(s, 2^a), 2^b), a + b = score_exponent_   (only when it is not 0)
     affine   a  = [(s - shift) * scale, (s - shift) * scale_below]       (N, 2)
@@ -20,10 +19,10 @@ This is the formula ``BernsteinCalibrator.predict_proba`` evaluates (its
 Notes): ``max(d*scale, d*scale_below)`` equals ``scale*max(d, 0) +
 scale_below*min(d, 0)`` bit for bit when ``scale >= scale_below``.
 
-``a`` is reached as numpy computes it: ``Gather`` the column, ``Sub`` the
-shift, ``Mul`` the slopes. (A single ``Gemm(raw, W, -shift * W)`` saved nodes
-while float32 graphs fed the calibrator float32 base scores; since the base
-models' scores arrive exact, its rounding would be the graph's largest error.)
+``a`` is reached as numpy computes it: ``Sub`` the shift, ``Mul`` the slopes.
+(A single ``Gemm(s, W, -shift * W)`` saved nodes while float32 graphs fed the
+calibrator float32 base scores; since the base models' scores arrive exact,
+its rounding would be the graph's largest error.)
 
 The ``exp`` basis is ``C u^k v^(d-k)`` in log space: it replaces two broadcast
 ``Pow`` nodes that took 60% of the stage at batch 100,000
@@ -39,55 +38,38 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import comb, gammaln
 
-from bernonnx._transforms import exponent_factors
-from bernonnx.converters._graph import GraphWriter
+from bernonnx.converters._graph import GraphWriter, rescale_scores
 
 TINY = 1e-300
 BASES = ("exp", "pow")
 
 
-def _affine(g: GraphWriter, raw: str, width: int, column: int, shift, slopes):
-    """``(s - shift) * slopes`` for ``s = raw[:, column]``; slopes of shape (m,) -> (N, m)."""
+def _affine(g: GraphWriter, s: str, shift, slopes):
+    """``(s - shift) * slopes`` for (N, 1) ``s``; slopes of shape (m,) -> (N, m)."""
     slopes = np.atleast_1d(np.asarray(slopes, dtype=np.float64))
     shift = np.broadcast_to(np.asarray(shift, dtype=np.float64), slopes.shape)
-    s = raw if width == 1 else g.column(raw, column)
     d = g.node("Sub", [s, g.const("shift", shift[None, :])])
     return g.node("Mul", [d, g.const("slopes", slopes[None, :])])
 
 
-def rescale_scores(g: GraphWriter, s: str, exponent) -> str:
-    """``s * 2^exponent`` as ``rescale`` computes it: two exact power-of-two
-    ``Mul`` nodes (one factor per column for a vector ``exponent``); ``s``
-    itself when every exponent is 0."""
-    exponent = np.atleast_1d(np.asarray(exponent, dtype=np.int64))
-    if not exponent.any():
-        return s
-    first, second = np.array([exponent_factors(int(e)) for e in exponent]).T
-    s = g.node("Mul", [s, g.const("pow2_first", first[None, :])])
-    return g.node("Mul", [s, g.const("pow2_second", second[None, :])], "rescaled")
-
-
-def _uv(g: GraphWriter, raw: str, width: int, column: int, cal) -> str:
+def _uv(g: GraphWriter, s: str, cal) -> str:
     """``[u, v]`` (N, 2), floored at 1e-300."""
     tiny = g.const("tiny", TINY)
-    exponent = int(getattr(cal, "score_exponent_", 0))
-    if exponent:
-        # extreme scores: rescale the column first, exactly as Python does
-        s = raw if width == 1 else g.column(raw, column)
-        raw, width, column = rescale_scores(g, s, exponent), 1, 0
+    # extreme scores: rescale first, exactly as Python does
+    s = rescale_scores(g, s, int(getattr(cal, "score_exponent_", 0)))
     if cal.score_transform == "logistic":
-        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_, cal.scale_below_])
+        a = _affine(g, s, cal.shift_, [cal.scale_, cal.scale_below_])
         z = g.reduce("ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
         uv = g.node("Sigmoid", [g.node("MatMul", [z, g.const("pm", [[1.0, -1.0]])])])
         return g.node("Max", [uv, tiny], "uv")
     zero, one = g.const("zero", 0.0), g.const("one", 1.0)
     if cal.score_transform == "minmax":
-        a = _affine(g, raw, width, column, cal.shift_, [cal.scale_])
+        a = _affine(g, s, cal.shift_, [cal.scale_])
         u = g.node("Clip", [a, zero, one], "u")
     else:
         knots, levels = np.asarray(cal.knots_), np.asarray(cal.levels_)
         k = knots.shape[0] - 1
-        ramps = _affine(g, raw, width, column, knots[:-1], 1.0 / np.diff(knots))
+        ramps = _affine(g, s, knots[:-1], 1.0 / np.diff(knots))
         ramps = g.node("Clip", [ramps, zero, one])
         u = g.node("MatMul", [ramps, g.const("dlevels", np.diff(levels).reshape(k, 1))], "u")
     uv = g.node("Gemm", [u, g.const("to_uv", [[1.0, -1.0]]), g.const("uv0", [0.0, 1.0])])
@@ -128,18 +110,9 @@ def _basis(g: GraphWriter, uv: str, degree: int, basis: str) -> str:
 
 
 def emit_bernstein(
-    scope,
-    container,
-    raw: str,
-    width: int,
-    column: int,
-    cal,
-    *,
-    prefix: str,
-    basis: str,
-    pair: bool = False,
+    g: GraphWriter, scores: str, cal, *, pair: bool = False, basis: str = "exp"
 ) -> str:
-    """Emit the calibrator on column ``column`` of the float64 (N, ``width``) ``raw``.
+    """Emit the calibrator on the (N, 1) float64 ``scores``.
 
     Returns the (N, 1) float64 probability of the positive class, or with
     ``pair=True`` the (N, 2) ``[1 - p, p]``, built in the same two nodes as
@@ -149,7 +122,6 @@ def emit_bernstein(
     """
     if basis not in BASES:
         raise NotImplementedError(f"basis must be one of {BASES}, got {basis!r}")
-    g = GraphWriter(scope, container, prefix)
     coef = np.asarray(cal.coef_, dtype=np.float64)
     degree = coef.shape[0] - 1
     rise = (coef - coef[0]).reshape(degree + 1, 1)
@@ -166,10 +138,9 @@ def emit_bernstein(
         # constant scores were fitted: the map is the constant coef[0]; the
         # transform has slope 0 and must not meet an infinite score (inf * 0)
         zero = g.const("zero", 0.0)
-        s = raw if width == 1 else g.column(raw, column)
-        eta = g.node("Add", [g.node("Clip", [s, zero, zero]), g.const("c0", c0[None, :])])
+        eta = g.node("Add", [g.node("Clip", [scores, zero, zero]), g.const("c0", c0[None, :])])
     else:
-        b = _basis(g, _uv(g, raw, width, column, cal), degree, basis)
+        b = _basis(g, _uv(g, scores, cal), degree, basis)
         eta = g.node("Gemm", [b, g.const("rise", rise), g.const("c0", c0)], "eta")
     if cal.loss == "log":
         return g.node("Sigmoid", [eta], "p")

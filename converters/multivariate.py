@@ -38,8 +38,8 @@ import numpy as np
 from onnx import TensorProto
 
 from bernonnx._transforms import _MAX_DIFF
-from bernonnx.converters._graph import GraphWriter
-from bernonnx.converters.bernstein import BASES, TINY, log_binomial, pow_basis, rescale_scores
+from bernonnx.converters._graph import GraphWriter, rescale_scores
+from bernonnx.converters.bernstein import BASES, TINY, log_binomial, pow_basis
 
 
 def _quantile_u(g: GraphWriter, s: str, cal) -> str:
@@ -141,9 +141,9 @@ def _basis_pow(g: GraphWriter, uv: str, degrees) -> str:
 
 
 def emit_multivariate(
-    g: GraphWriter, s: str, cal, *, basis: str = "exp", pair: bool = False
+    g: GraphWriter, scores: str, cal, *, pair: bool = False, basis: str = "exp"
 ) -> str:
-    """Emit the calibrator on the float64 (N, M) score matrix ``s``.
+    """Emit the calibrator on the float64 (N, M) score matrix ``scores``.
 
     Returns the (N, 1) float64 probability of the positive class, or with
     ``pair=True`` the (N, 2) ``[1 - p, p]`` in the same nodes (as
@@ -160,7 +160,7 @@ def emit_multivariate(
     if pair:
         rise = np.hstack([-rise, rise])
         bias = np.array([-c0, c0]) if cal.loss == "log" else np.array([1.0 - c0, c0])
-    uv = _uv(g, s, cal)
+    uv = _uv(g, scores, cal)
     b = (_basis_exp if basis == "exp" else _basis_pow)(g, uv, degrees)
     eta = g.node("Gemm", [b, g.const("rise", rise), g.const("c0", bias)], "eta")
     if cal.loss == "log":

@@ -17,7 +17,7 @@ from bernonnx import (
     PlattCalibrator,
     PlattHistogramCalibrator,
 )
-from bernonnx.baselines import _ScoreCalibrator
+from bernonnx._base import _ScoreCalibrator
 
 _INDEXES_2D = (
     "the check reduces X to the 1-D scores this estimator takes (one_d_array tag), "

@@ -31,7 +31,7 @@ from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, Stan
 from sklearn.svm import SVC
 
 from bernonnx import BernsteinCalibrator, CalibratedClassifier
-from bernonnx.converters.exact import round_down_float32
+from bernonnx.converters.exact_trees import round_down_float32
 from bernonnx.export import onnx_inputs, to_onnx
 
 TOL = {np.float32: 1e-6, np.float64: 1e-9}

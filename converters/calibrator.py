@@ -1,0 +1,42 @@
+"""Parser and converter of any bernonnx calibrator on its own.
+
+Registered for every entry of ``bernonnx._registry.CALIBRATORS``; the nodes
+between the input and the outputs are the calibrator's registered emitter::
+
+    Cast(scores, double) -> emitter(pair=True): [1 - p, p] -> ArgMax -> label
+                                                            -> Cast -> probabilities
+
+Input: the scores (N, 1), or (N, M) for a multi-score calibrator (or M inputs
+(N, 1), one per column, as a DataFrame gives).
+"""
+
+from __future__ import annotations
+
+from bernonnx._registry import entry_for
+from bernonnx.converters._classifier import (
+    basis_option,
+    calibrate,
+    declare_outputs,
+    write_outputs,
+)
+from bernonnx.converters._graph import GraphWriter, check_opset
+
+
+def parse_score_calibrator(scope, model, inputs, custom_parsers=None):
+    """A calibrator alone: (N, 1) scores ((N, M) for a multi-score one) in,
+    label and (N, 2) probabilities out."""
+    operator = scope.declare_local_operator(entry_for(model).onnx_alias, model)
+    operator.inputs.extend(inputs)
+    return declare_outputs(scope, operator, model, inputs, 2)
+
+
+def convert_score_calibrator(scope, operator, container):
+    """Cast(scores) -> calibrator -> [1 - p, p] -> label."""
+    model = operator.raw_operator
+    check_opset(container, type(model).__name__)
+    g = GraphWriter(scope, container, "cal")
+    scores = [g.to_double(var.full_name) for var in operator.inputs]
+    # one input per score column (a DataFrame's): side by side, as in Python
+    scores = scores[0] if len(scores) == 1 else g.node("Concat", scores, axis=1)
+    probabilities = calibrate(g, scores, model, pair=True, basis=basis_option(container, model))
+    write_outputs(g, operator, probabilities)

@@ -1,0 +1,230 @@
+"""Exact scores of linear models, naive Bayes, MLPs and SVCs (part of
+``converters/exact.py``, see there), each in the precision scikit-learn uses::
+
+    linear (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Perceptron)
+            Cast -> MatMul(coef.T) -> Add(intercept)   [Sigmoid / softmax for proba]
+    GaussianNB   joint log-likelihood: Sub(theta) -> Mul -> Div(var) -> ReduceSum,
+                 then scikit-learn's logsumexp for probabilities
+    MLPClassifier  MatMul/Add per layer, Relu/Tanh/Sigmoid, Sigmoid or softmax
+    SVC          libsvm's one-vs-one decision values, then scikit-learn's
+                 sign flip (binary) or one-vs-rest votes
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from bernonnx.converters._graph import DOUBLE, FLOAT, GraphWriter
+
+INT64 = TensorProto.INT64
+
+
+def cast_to(g: GraphWriter, x: str, elem: int, current: int) -> str:
+    return x if elem == current else g.node("Cast", [x], to=elem)
+
+
+def linear_scores(g: GraphWriter, x: str, coef, intercept, elem: int) -> str:
+    """``X @ coef.T + intercept`` in ``elem`` precision, as ``safe_sparse_dot``."""
+    coef = np.atleast_2d(np.asarray(coef))
+    z = g.node("MatMul", [x, g.const("coef_t", coef.T, elem)])
+    return g.node("Add", [z, g.const("intercept", np.atleast_1d(intercept), elem)])
+
+
+def softmax(g: GraphWriter, z: str) -> str:
+    """scikit-learn's ``softmax``: subtract the row max, exp, divide by the sum."""
+    shifted = g.node("Sub", [z, g.reduce("ReduceMax", z, 1, 1)])
+    e = g.node("Exp", [shifted])
+    return g.node("Div", [e, g.reduce("ReduceSum", e, 1, 1)])
+
+
+def binary_pair(g: GraphWriter, p: str) -> str:
+    """``[1 - p, p]`` from an (N, 1) float64 probability."""
+    return g.node("Concat", [g.node("Sub", [g.const("one", 1.0, shape=[]), p]), p], axis=1)
+
+
+def signed_pair(g: GraphWriter, z: str) -> str:
+    """``[-z, z]``: the layout of skl2onnx's binary raw scores (score in column 1)."""
+    return g.node("Concat", [g.node("Neg", [z]), z], axis=1)
+
+
+def _slice(g: GraphWriter, x: str, start: int, end: int, step: int = 1, axis: int = -1) -> str:
+    """``x[start:end:step]`` along ``axis``."""
+    bounds = [g.const(n, [v], INT64) for n, v in (("start", start), ("end", end), ("axis", axis))]
+    return g.node("Slice", [x, *bounds, g.const("step", [step], INT64)])
+
+
+def numpy_sum(g: GraphWriter, x: str, start: int, n: int, axis: int = -1) -> str:
+    """numpy's pairwise sum of ``x[start:start + n]`` along ``axis`` (kept,
+    length 1), in numpy's order: below 8 terms one by one; up to 128,
+    eight running sums combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 +
+    r7)), then the rest; beyond, two halves (a multiple of 8 first). Checked
+    bit for bit against ``np.sum(axis=-1)`` in float32 and float64."""
+    if n < 8:
+        total = _slice(g, x, start, start + 1, 1, axis)
+        for i in range(1, n):
+            total = g.node("Add", [total, _slice(g, x, start + i, start + i + 1, 1, axis)])
+        return total
+    if n <= 128:
+        r = _slice(g, x, start, start + 8, 1, axis)
+        i = 8
+        while i < n - n % 8:
+            r = g.node("Add", [r, _slice(g, x, start + i, start + i + 8, 1, axis)])
+            i += 8
+        r = g.node("Add", [_slice(g, r, 0, 8, 2, axis), _slice(g, r, 1, 8, 2, axis)])
+        r = g.node("Add", [_slice(g, r, 0, 4, 2, axis), _slice(g, r, 1, 4, 2, axis)])
+        total = g.node("Add", [_slice(g, r, 0, 1, 1, axis), _slice(g, r, 1, 2, 1, axis)])
+        for k in range(i, n):
+            total = g.node("Add", [total, _slice(g, x, start + k, start + k + 1, 1, axis)])
+        return total
+    half = n // 2 - (n // 2) % 8
+    return g.node(
+        "Add", [numpy_sum(g, x, start, half, axis), numpy_sum(g, x, start + half, n - half, axis)]
+    )
+
+
+def numpy_unary(g: GraphWriter, op: str, x: str, elem: int) -> str:
+    """``op`` (Exp, Log) as numpy computes it: in float64, or for float32 data
+    in float64 rounded to float32, the correctly rounded result that numpy's
+    float32 loops return (onnxruntime's float32 Exp is a faster approximation,
+    a few ulps off, and scikit-learn's logsumexp adds ~2000-sized terms where
+    one ulp of a log moves a probability by 1e-4)."""
+    if elem == DOUBLE:
+        return g.node(op, [x])
+    return g.node("Cast", [g.node(op, [g.node("Cast", [x], to=DOUBLE)])], to=FLOAT)
+
+
+def logsumexp(g: GraphWriter, a: str, elem: int = DOUBLE) -> str:
+    """scikit-learn's ``_logsumexp`` over axis 1 (keepdims): the maxima are taken
+    out, ``log1p(sum(exp(a - max)) / m) + log(m) + max``; Log(1 + s) stands for
+    log1p (ONNX has none), within 1.2e-16 absolute."""
+    amax = g.reduce("ReduceMax", a, 1, 1)
+    is_max = g.node("Equal", [a, amax])
+    others = g.node("Where", [is_max, g.const("ninf", -np.inf, elem, []), a])
+    m = g.reduce("ReduceSum", g.node("Cast", [is_max], to=elem), 1, 1)
+    finite = g.node("Not", [g.node("IsInf", [amax])])
+    shift = g.node("Where", [finite, amax, g.const("zero", 0.0, elem, [])])
+    s = g.reduce("ReduceSum", numpy_unary(g, "Exp", g.node("Sub", [others, shift]), elem), 1, 1)
+    is_zero = g.node("Equal", [s, g.const("zero", 0.0, elem, [])])
+    s = g.node("Where", [is_zero, s, g.node("Div", [s, m])])
+    if elem == DOUBLE:
+        log1p = g.node("Log", [g.node("Add", [g.const("one", 1.0), s])])
+    else:  # 1 + s is exact in float64 for a float32 s: a correctly rounded log1p
+        one_plus = g.node("Add", [g.const("one", 1.0), g.node("Cast", [s], to=DOUBLE)])
+        log1p = g.node("Cast", [g.node("Log", [one_plus])], to=FLOAT)
+    return g.node("Add", [g.node("Add", [log1p, numpy_unary(g, "Log", m, elem)]), amax])
+
+
+def one_vs_rest_log_odds(g: GraphWriter, u: str, n_classes: int) -> str:
+    """``u_k - logsumexp_{j != k} u_j`` from unnormalised log-probabilities ``u``
+    (N, K): each class's log-odds against the rest, exactly as
+    ``bernonnx.calibration.log_odds_from_log_proba``. Two classes: ``[-l, l]``
+    with ``l = u_1 - u_0``."""
+    if n_classes == 2:
+        u0, u1 = g.column(u, 0), g.column(u, 1)
+        return signed_pair(g, g.node("Sub", [u1, u0]))
+    mask = np.where(np.eye(n_classes, dtype=bool), -np.inf, 0.0)
+    a = g.node(
+        "Add", [g.node("Unsqueeze", [u, g.const("axis1", [1], INT64)]), g.const("mask", mask)]
+    )
+    m = g.reduce("ReduceMax", a, 2, 0)
+    e = g.node("Exp", [g.node("Sub", [a, g.node("Unsqueeze", [m, g.const("ax2", [2], INT64)])])])
+    lse = g.node("Add", [m, g.node("Log", [g.reduce("ReduceSum", e, 2, 0)])])
+    return g.node("Sub", [u, lse])
+
+
+def gaussian_nb_jll(g: GraphWriter, x: str, model, elem: int) -> str:
+    """``_joint_log_likelihood``: per class ``log prior - 0.5 sum log(2 pi var)
+    - 0.5 sum((x - theta)^2 / var)`` in ``elem`` precision, the sum over
+    features in numpy's pairwise order, the constants computed by numpy as
+    scikit-learn computes them (in the dtype of ``theta_``)."""
+    theta, var = np.asarray(model.theta_), np.asarray(model.var_)
+    classes = range(len(model.classes_))
+    joint = np.array([np.log(model.class_prior_[i]) for i in classes])
+    n_ij = np.array([-0.5 * np.sum(np.log(2.0 * np.pi * var[i, :])) for i in classes])
+    x = g.node("Unsqueeze", [x, g.const("axis1", [1], INT64)])
+    d = g.node("Sub", [x, g.const("theta", theta, elem)])
+    q = g.node("Div", [g.node("Mul", [d, d]), g.const("var", var, elem)])
+    total = g.node("Squeeze", [numpy_sum(g, q, 0, theta.shape[1]), g.const("last", [2], INT64)])
+    half = g.node("Mul", [g.const("half", 0.5, elem, []), total])
+    n = g.node("Sub", [g.const("n_ij", n_ij, elem), half])
+    return g.node("Add", [g.const("log_prior", joint, elem), n])
+
+
+_ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh", "logistic": "Sigmoid", "identity": None}
+
+
+def mlp_logits(g: GraphWriter, x: str, model, elem: int) -> str:
+    """The MLP's forward pass up to the output activation, in ``elem`` precision."""
+    act = _ACTIVATIONS[model.activation]
+    for i, (w, b) in enumerate(zip(model.coefs_, model.intercepts_, strict=True)):
+        x = linear_scores(g, x, np.asarray(w).T, b, elem)
+        if i < len(model.coefs_) - 1 and act is not None:
+            x = g.node(act, [x])
+    return x
+
+
+SVC_KERNELS = ("rbf", "linear", "poly", "sigmoid")
+
+
+def svc_decision(g: GraphWriter, x: str, model) -> str:
+    """libsvm's one-vs-one decision values in float64 (``svm_predict_values``:
+    per pair (i, j) the kernel values of class i's support vectors weighted by
+    ``dual_coef[j - 1]``, class j's by ``dual_coef[i]``, plus the intercept),
+    then scikit-learn's sign flip (binary) or ``_ovr_decision_function``."""
+    sv = np.asarray(model.support_vectors_, dtype=np.float64)
+    gamma, coef0, degree = float(model._gamma), float(model.coef0), float(model.degree)
+    # Scalars go into the support vectors, never onto the MatMul's output:
+    # onnxruntime fuses MatMul * scalar into a FusedMatMul that lost 5e-7 of a
+    # float64 decision value here. 2 * sv is exact; gamma * sv moves each term
+    # by one rounding (1e-16 relative), libsvm's gamma * dot(x, sv) another.
+    if model.kernel == "rbf":
+        xx = g.reduce("ReduceSum", g.node("Mul", [x, x]), 1, 1)
+        d = g.node("Add", [xx, g.const("ss", (sv * sv).sum(axis=1)[None, :])])
+        d = g.node("Sub", [d, g.node("MatMul", [x, g.const("two_sv_t", 2.0 * sv.T)])])
+        kernel = g.node("Exp", [g.node("Mul", [g.const("ngamma", -gamma), d])])
+    elif model.kernel == "linear":
+        kernel = g.node("MatMul", [x, g.const("sv_t", sv.T)])
+    else:
+        xs = g.node("MatMul", [x, g.const("gamma_sv_t", gamma * sv.T)])
+        arg = g.node("Add", [xs, g.const("c0", coef0)])
+        if model.kernel == "poly":
+            kernel = g.node("Pow", [arg, g.const("degree", degree)])
+        else:
+            kernel = g.node("Tanh", [arg])
+    n_classes, counts = len(model.classes_), np.asarray(model._n_support)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    dual = np.asarray(model._dual_coef_, dtype=np.float64)
+    pairs = [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+    weights = np.zeros((len(sv), len(pairs)))
+    for p, (i, j) in enumerate(pairs):
+        weights[starts[i] : starts[i + 1], p] = dual[j - 1, starts[i] : starts[i + 1]]
+        weights[starts[j] : starts[j + 1], p] = dual[i, starts[j] : starts[j + 1]]
+    dec = g.node(
+        "Add",
+        [
+            g.node("MatMul", [kernel, g.const("dual", weights)]),
+            g.const("intercept", np.asarray(model._intercept_, dtype=np.float64)),
+        ],
+    )
+    if n_classes == 2:
+        return g.node("Neg", [dec])
+    # _ovr_decision_function(dec < 0, -dec, n_classes)
+    to_i, to_j = np.zeros((len(pairs), n_classes)), np.zeros((len(pairs), n_classes))
+    for p, (i, j) in enumerate(pairs):
+        to_i[p, i], to_j[p, j] = 1.0, 1.0
+    confidence = g.node("MatMul", [dec, g.const("conf", to_i - to_j)])
+    negative = g.node("Cast", [g.node("Less", [dec, g.const("zero", 0.0)])], to=DOUBLE)
+    positive = g.node("Sub", [g.const("one", 1.0), negative])
+    votes = g.node(
+        "Add",
+        [
+            g.node("MatMul", [positive, g.const("vote_i", to_i)]),
+            g.node("MatMul", [negative, g.const("vote_j", to_j)]),
+        ],
+    )
+    scale = g.node(
+        "Mul",
+        [g.const("three", 3.0), g.node("Add", [g.node("Abs", [confidence]), g.const("one", 1.0)])],
+    )
+    return g.node("Add", [votes, g.node("Div", [confidence, scale])])
