@@ -55,7 +55,7 @@ def _atomic_path(path: Path) -> Iterator[Path]:
     never half of it; the new file has the umask's usual mode. An unwritable place
     is bad input (exit 2).
     """
-    from bernonnx.deploy import _new_file_mode
+    from bernonnx.deploy._files import _new_file_mode
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ def _triton_files(repository: Path, name: str) -> list[Path]:
 
 
 def _triton_name(name: str, flag: str) -> str:
-    from bernonnx.deploy import _check_model_name
+    from bernonnx.deploy.triton import _check_model_name
 
     try:
         _check_model_name(name)
