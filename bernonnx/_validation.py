@@ -19,7 +19,11 @@ from sklearn.neural_network._base import ACTIVATIONS  # noqa: F401  (for calibra
 from sklearn.utils._indexing import _safe_indexing  # noqa: F401  (for calibration.py)
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions  # noqa: F401
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,  # noqa: F401  (for calibration.py)
+    validate_data,
+)
 
 
 class IntInterval(Interval):
