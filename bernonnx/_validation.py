@@ -1,5 +1,12 @@
-"""Input checks shared by all calibrators, and the one place that imports
-private scikit-learn helpers."""
+"""Input checks shared by the calibrators, the metrics, plotting and deployment, and
+the one place that imports private scikit-learn helpers.
+
+Estimators check their data through scikit-learn (:func:`fit_inputs`,
+:func:`predict_scores`); functions that take plain arrays (metrics, plots) use the
+numpy-only checks :func:`as_1d`, :func:`check_sample_weight`, :func:`binarize_labels`,
+:func:`positives_among_classes`; every integer argument outside an estimator goes
+through :func:`check_int`.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +15,15 @@ from numbers import Integral
 import numpy as np
 from scipy.sparse import issparse
 from sklearn.base import _fit_context  # noqa: F401  (re-exported for the estimators)
+from sklearn.neural_network._base import ACTIVATIONS  # noqa: F401  (for calibration.py)
+from sklearn.utils._indexing import _safe_indexing  # noqa: F401  (for calibration.py)
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions  # noqa: F401
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,  # noqa: F401  (for calibration.py)
+    validate_data,
+)
 
 
 class IntInterval(Interval):
@@ -157,3 +170,107 @@ def labelled_rows(estimator, arr: np.ndarray, y, sample_weight):
 def predict_scores(estimator, X) -> np.ndarray:
     """The checked 1-D scores of a fitted one-score calibrator (input dtype kept)."""
     return single_score(estimator, check_scores(estimator, X, reset=False)[0])
+
+
+# ----------------------------------------------------------------- plain-array arguments
+
+
+def check_int(value, name: str, minimum: int) -> int:
+    """``value`` as an int if it is an integer ``>= minimum`` (bools refused); a
+    ``ValueError`` naming ``name`` otherwise.
+
+    >>> check_int(np.int64(3), "n_bins", 1)
+    3
+    >>> check_int(True, "n_bins", 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_bins must be an integer >= 1, got True
+    """
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def as_1d(x, name: str) -> np.ndarray:
+    """``x`` as a 1-D array; one column ``(n, 1)`` is flattened, other shapes refused."""
+    arr = np.asarray(x)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {arr.shape}.")
+    return arr
+
+
+def check_sample_weight(sample_weight, n: int, *, of: str = "y_prob") -> np.ndarray:
+    """Float64 weights of ``n`` rows (ones when None): real, finite, non-negative,
+    with a positive total; ``of`` names the argument whose length they must match."""
+    if sample_weight is None:
+        return np.ones(n)
+    arr = as_1d(sample_weight, "sample_weight")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weight must hold real numbers, got dtype {arr.dtype}.")
+    w = arr.astype(np.float64)
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight has {w.shape[0]} entries but {of} has {n}.")
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or inf.")
+    if (w < 0).any():
+        raise ValueError(f"sample_weight must be non-negative, found min={float(w.min())!r}.")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight sums to zero: at least one row needs positive weight.")
+    return w
+
+
+def binarize_labels(y_true: np.ndarray, pos_label) -> np.ndarray:
+    """0/1 float64 targets of a 1-D label array with at most two distinct labels.
+
+    ``pos_label=None`` means 1 for labels within ``{0, 1}`` or ``{-1, 1}`` (bools
+    included), as scikit-learn's ``_check_pos_label_consistency``; other labels need
+    it. A single label is allowed: with ``pos_label`` elsewhere it is all negatives.
+    """
+    if y_true.dtype.kind == "f" and np.isnan(y_true).any():
+        raise ValueError("y_true contains NaN.")
+    try:
+        classes, inverse = np.unique(y_true, return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(f"y_true mixes labels of incomparable types: {exc}") from None
+    labels = classes.tolist()
+    if len(labels) > 2:
+        raise ValueError(
+            f"y_true must hold at most two distinct labels (binary task), got {len(labels)}: "
+            f"{labels[:10]}."
+        )
+    if pos_label is None:
+        # strings never compare equal to ints: only the conventional numeric encodings
+        # have an unambiguous positive label
+        if set(labels) <= {0, 1} or set(labels) <= {-1, 1}:
+            pos_label = 1
+        else:
+            raise ValueError(
+                f"y_true has labels {labels}: pass pos_label to say which one is the positive "
+                "class (pos_label=None is only allowed for labels in {0, 1} or {-1, 1})."
+            )
+    elif len(labels) == 2 and pos_label not in labels:
+        raise ValueError(f"pos_label={pos_label!r} is not one of the labels in y_true {labels}.")
+    is_pos = np.array([label == pos_label for label in labels], dtype=bool)
+    return is_pos[inverse.reshape(-1)].astype(np.float64)
+
+
+def positives_among_classes(y, classes: np.ndarray, n: int) -> np.ndarray:
+    """0/1 float64 targets of labels ``y`` that must be among a fitted binary
+    calibrator's ``classes`` (``classes[1]`` positive), one per each of ``n`` scores."""
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(
+            f"y must be 1-D with one label per score: scores has {n} entries, "
+            f"y has shape {labels.shape}"
+        )
+    unknown = set(np.unique(labels).tolist()) - set(classes.tolist())
+    if unknown:
+        raise ValueError(
+            f"y holds labels {sorted(map(str, unknown))} that are not among the calibrator's "
+            f"classes_ {classes.tolist()}"
+        )
+    return (labels == classes[1]).astype(np.float64)

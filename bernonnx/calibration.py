@@ -13,16 +13,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
-from sklearn.neural_network._base import ACTIVATIONS
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelEncoder
 from sklearn.svm import LinearSVC
 from sklearn.utils import indexable
-from sklearn.utils._indexing import _safe_indexing
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
-    _num_samples,
     check_array,
     check_is_fitted,
     column_or_1d,
@@ -31,7 +28,15 @@ from sklearn.utils.validation import (
 
 from ._base import NoneDefaultsMixin
 from ._transforms import clipped_log_odds
-from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
+from ._validation import (
+    ACTIVATIONS,
+    HasMethods,
+    IntInterval,
+    StrOptions,
+    _fit_context,
+    _num_samples,
+    _safe_indexing,
+)
 from .bernstein import BernsteinCalibrator
 
 __all__ = ["CalibratedClassifier"]

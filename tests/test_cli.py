@@ -320,7 +320,7 @@ def test_export_refuses_a_method_without_onnx(run, scores_csv, tmp_path):
 
 def test_unexpected_failure_is_one_line_and_exit_1(monkeypatch, capsys, scores_csv):
     # a bug, simulated in process: no traceback unless asked for
-    import bernonnx.cli as cli
+    import bernonnx.cli._methods as cli
 
     def broken(*args, **kwargs):
         raise RuntimeError("solver exploded\nsecond line")

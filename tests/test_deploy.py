@@ -23,8 +23,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 from sklearn.svm import LinearSVC
 
-from bernonnx import BernsteinCalibrator, CalibratedClassifier, deploy
+from bernonnx import BernsteinCalibrator, CalibratedClassifier
 from bernonnx.deploy import run_onnx, to_ort_format, write_triton_repository
+from bernonnx.deploy import triton as deploy
 from bernonnx.export import to_onnx as bernonnx_to_onnx
 
 NODE_DIR = Path(__file__).parent / "node"

@@ -1,16 +1,4 @@
-"""Deployment artefacts for exported ONNX graphs.
-
-Three things a user does with an ONNX export once it has been checked for parity:
-
-- :func:`write_triton_repository` lays it out as a Triton Inference Server model
-  (``<repository>/<name>/config.pbtxt`` and ``<repository>/<name>/<version>/model.onnx``);
-- :func:`to_ort_format` converts it to the ORT format that onnxruntime-mobile loads;
-- :func:`run_onnx` runs a graph (``.onnx``, ``.ort`` or in memory) single-threaded in
-  onnxruntime, the reference the parity checks compare other runtimes against.
-
-This module imports onnx and onnxruntime at import time, so ``bernonnx/__init__.py``
-does not import it: ``from bernonnx.deploy import ...``.
-"""
+"""A checked ONNX graph laid out as a Triton Inference Server model repository."""
 
 from __future__ import annotations
 
@@ -18,20 +6,14 @@ import functools
 import importlib.util
 import os
 import pathlib
-import shutil
-import subprocess
 import sys
-import tempfile
 import warnings
-from collections.abc import Mapping
 
-import numpy as np
 import onnx
-import onnxruntime as ort
 
-__all__ = ["run_onnx", "to_ort_format", "write_triton_repository"]
+from bernonnx._validation import check_int
 
-ModelLike = onnx.ModelProto | str | os.PathLike[str]
+from ._files import ModelLike, _atomic_write
 
 #: ONNX tensor element type -> Triton ``DataType`` enum name. Types absent here
 #: (complex, float8, int4, ...) have no Triton counterpart.
@@ -51,11 +33,6 @@ _TRITON_DTYPES = {
     onnx.TensorProto.STRING: "TYPE_STRING",
     onnx.TensorProto.BFLOAT16: "TYPE_BF16",
 }
-
-_ORT_STYLES = ("Fixed", "Runtime")
-
-
-# --------------------------------------------------------------------------- helpers
 
 
 def _load_graph(model: ModelLike, argname: str = "model") -> onnx.ModelProto:
@@ -130,11 +107,6 @@ def _check_model_name(name: str) -> None:
             "separators, not '.' or '..', no control characters or surrounding "
             f"whitespace; got {name!r}"
         )
-
-
-def _check_int(value: int, argname: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{argname} must be an integer >= {minimum}, got {value!r}")
 
 
 @functools.cache
@@ -227,38 +199,6 @@ def _triton_tensor_entry(value: onnx.ValueInfoProto, kind: str, batched: bool) -
     return "  {\n" + "\n".join(lines) + "\n  }"
 
 
-def _new_file_mode() -> int:
-    """The mode ``open()`` gives a new file: 0o666 less the process umask.
-
-    ``os.umask`` can only be read by setting it; it is set back at once.
-    """
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _atomic_write(path: pathlib.Path, data: bytes) -> None:
-    """Write through a temporary file so that a polling Triton never reads half a file.
-
-    The file gets the umask's usual mode (0644 under umask 022), not the 0600 of
-    ``mkstemp``: a server running as another user must be able to read it.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        if hasattr(os, "fchmod"):  # not on Windows, where modes do not apply
-            os.fchmod(fd, _new_file_mode())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-# --------------------------------------------------------------------------- Triton
-
-
 def _triton_config_text(
     model: ModelLike,
     name: str,
@@ -274,8 +214,8 @@ def _triton_config_text(
     """
     graph = _load_graph(model).graph
     _check_model_name(name)
-    _check_int(max_batch_size, "max_batch_size", 0)
-    _check_int(instance_count, "instance_count", 1)
+    check_int(max_batch_size, "max_batch_size", 0)
+    check_int(instance_count, "instance_count", 1)
     batched = max_batch_size > 0
     initializers = {init.name for init in graph.initializer}
     # Graph inputs that are also initializers are overridable constants (IR < 4 style),
@@ -384,7 +324,7 @@ def write_triton_repository(
     ['name: "neg"', 'backend: "onnxruntime"', 'max_batch_size: 1024']
     """
     graph_model = _load_graph(model)
-    _check_int(version, "version", 1)
+    check_int(version, "version", 1)
     if _uses_external_data(graph_model.graph):
         raise NotImplementedError(
             "model: graphs with external data files are not supported; save the model "
@@ -420,222 +360,3 @@ def write_triton_repository(
         _atomic_write(version_dir / "model.onnx", pathlib.Path(model).read_bytes())
     _atomic_write(model_dir / "config.pbtxt", text.encode("utf-8"))
     return model_dir
-
-
-# --------------------------------------------------------------------------- ORT format
-
-
-def to_ort_format(
-    model: ModelLike,
-    out_dir: str | os.PathLike[str],
-    *,
-    optimization_style: str = "Fixed",
-) -> dict[str, pathlib.Path]:
-    """Convert an ONNX graph to the ORT format used by onnxruntime-mobile.
-
-    Runs the converter shipped in the onnxruntime wheel
-    (``python -m onnxruntime.tools.convert_onnx_models_to_ort``) in a subprocess with
-    this interpreter, so its console output and any crash stay out of the caller.
-
-    Parameters
-    ----------
-    model : onnx.ModelProto or path-like
-        The graph. A ModelProto is first saved as ``model.onnx`` in a temporary folder;
-        a path keeps its file name stem.
-    out_dir : path-like
-        Where the ``.ort`` file and the operator config go (created if missing).
-    optimization_style : {"Fixed", "Runtime"}, default="Fixed"
-        ``"Fixed"`` applies graph optimisations now (use with the CPU execution
-        provider); ``"Runtime"`` saves them to be replayed at load time, for compiling
-        providers such as NNAPI or CoreML, and names the files ``*.with_runtime_opt.*``.
-
-    Returns
-    -------
-    paths : dict
-        ``{"ort": path to <stem>.ort, "config": path to
-        <stem>.required_operators.config}``, the config listing the operators a minimal
-        onnxruntime build needs (its ``--include_ops_by_config`` input).
-
-    Raises
-    ------
-    ValueError
-        ``optimization_style`` not one of "Fixed", "Runtime", or a missing model file.
-    RuntimeError
-        The converter failed; the message quotes its stderr.
-
-    Notes
-    -----
-    The converter excludes the x86-only NCHWc layout transform, so a Fixed-style file
-    written here also runs on ARM. The environment variable
-    ``ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL`` read by the converter is
-    honoured (it adds the level to the file names).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import onnxruntime as ort
-    >>> from bernonnx import BernsteinCalibrator
-    >>> from bernonnx.deploy import to_ort_format
-    >>> from bernonnx.export import to_onnx
-    >>> s = np.linspace(-3, 3, 200).reshape(-1, 1)
-    >>> cal = BernsteinCalibrator(degree=4).fit(s, np.sin(7 * s[:, 0]) + s[:, 0] > 0)
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     paths = to_ort_format(to_onnx(cal, s[:2]), folder)
-    ...     session = ort.InferenceSession(str(paths["ort"]))
-    ...     proba = session.run(None, {"X": s.astype(np.float32)})[1]
-    >>> bool(np.abs(proba - cal.predict_proba(s)).max() < 1e-6)
-    True
-    """
-    if optimization_style not in _ORT_STYLES:
-        raise ValueError(
-            f"optimization_style must be one of {_ORT_STYLES}, got {optimization_style!r}"
-        )
-    out_path = pathlib.Path(out_dir)
-    out_path.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="bernonnx-ort-") as staging:
-        source = _ort_source(model, pathlib.Path(staging))
-        command = [
-            sys.executable,
-            "-m",
-            "onnxruntime.tools.convert_onnx_models_to_ort",
-            str(source),
-            "--output_dir",
-            str(out_path),
-            "--optimization_style",
-            optimization_style,
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-    # Mirrors the converter's own naming (_optimization_suffix in the tool).
-    level = os.environ.get("ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL", "all")
-    suffix = (f".{level}" if level != "all" else "") + (
-        ".with_runtime_opt" if optimization_style == "Runtime" else ""
-    )
-    stem = source.name[: -len(".onnx")]
-    paths = {
-        "ort": out_path / f"{stem}{suffix}.ort",
-        "config": out_path / f"{stem}.required_operators{suffix}.config",
-    }
-    if result.returncode != 0:
-        # The tool ends with a Python traceback: its last lines hold the reason.
-        report = (result.stderr or result.stdout).strip()
-        if len(report) > 4000:
-            report = "...\n" + report[-4000:]
-        raise RuntimeError(
-            f"onnxruntime's convert_onnx_models_to_ort failed on {str(source)!r} "
-            f"(exit code {result.returncode}):\n{report}"
-        )
-    missing = [str(p) for p in paths.values() if not p.is_file()]
-    if missing:
-        raise RuntimeError(
-            f"onnxruntime's convert_onnx_models_to_ort exited 0 but did not write "
-            f"{missing}; its output:\n{(result.stdout + result.stderr).strip()}"
-        )
-    return paths
-
-
-def _ort_source(model: ModelLike, staging: pathlib.Path) -> pathlib.Path:
-    """A .onnx file the converter accepts for ``model``, staged when needed."""
-    if isinstance(model, onnx.ModelProto):
-        path = staging / "model.onnx"
-        onnx.save_model(model, str(path))
-        return path
-    if not isinstance(model, (str, os.PathLike)):
-        raise TypeError(
-            "model must be an onnx.ModelProto or a path to a .onnx file, "
-            f"got {type(model).__name__}"
-        )
-    path = pathlib.Path(model)
-    if not path.is_file():
-        raise ValueError(f"model: no such file {str(path)!r}")
-    name = path.name
-    # The converter only picks up '*.onnx' and skips '*.optimized.onnx' (its own
-    # by-products), so such files are converted from a renamed copy. Others are passed
-    # in place so that external data files next to them are found.
-    if name.lower().endswith(".onnx") and not name.lower().endswith(".optimized.onnx"):
-        return path.resolve()
-    stem = name[: -len(".onnx")] if name.lower().endswith(".onnx") else name
-    staged = staging / (stem.replace(".", "_") + ".onnx")
-    shutil.copyfile(path, staged)
-    return staged
-
-
-# --------------------------------------------------------------------------- running
-
-
-def run_onnx(
-    model: ModelLike,
-    inputs: Mapping[str, np.ndarray],
-) -> dict[str, np.ndarray]:
-    """Run a graph once in onnxruntime on one CPU thread and return outputs by name.
-
-    Parameters
-    ----------
-    model : onnx.ModelProto or path-like
-        An in-memory graph, or a path to a ``.onnx`` or ``.ort`` file.
-    inputs : mapping of str to array-like
-        One array per graph input, by name (graph inputs that have an initializer
-        may be left out).
-
-    Returns
-    -------
-    outputs : dict of str to numpy.ndarray
-        Every graph output, in graph order. A non-tensor output (ZipMap) comes back as
-        onnxruntime returns it, a list of dicts.
-
-    Raises
-    ------
-    ValueError
-        ``inputs`` misses a required graph input or names one the graph lacks.
-
-    Notes
-    -----
-    One intra-op and one inter-op thread with sequential execution: reductions then
-    add up in a fixed order, which makes runs repeatable and comparable with the
-    single-threaded Node.js and WASM runs of the parity tests.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from onnx import TensorProto, helper
-    >>> graph = helper.make_graph(
-    ...     [helper.make_node("Neg", ["X"], ["Y"])], "neg",
-    ...     [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 2])],
-    ...     [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 2])])
-    >>> model = helper.make_model(
-    ...     graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    >>> run_onnx(model, {"X": np.array([[1.0, -2.0]], dtype=np.float32)})
-    {'Y': array([[-1.,  2.]], dtype=float32)}
-    """
-    if not isinstance(inputs, Mapping):
-        raise ValueError(
-            f"inputs must be a mapping of input name to array, got {type(inputs).__name__}"
-        )
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    if isinstance(model, onnx.ModelProto):
-        source = model.SerializeToString()
-    elif isinstance(model, (str, os.PathLike)):
-        if not pathlib.Path(model).is_file():
-            raise ValueError(f"model: no such file {str(model)!r}")
-        source = os.fspath(model)
-    else:
-        raise TypeError(
-            "model must be an onnx.ModelProto or a path to a .onnx/.ort file, "
-            f"got {type(model).__name__}"
-        )
-    session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-    required = {i.name for i in session.get_inputs()}
-    optional = {i.name for i in session.get_overridable_initializers()}
-    unknown = sorted(set(inputs) - required - optional)
-    missing = sorted(required - set(inputs))
-    if unknown or missing:
-        raise ValueError(
-            f"inputs must name the graph inputs {sorted(required)}; "
-            f"missing {missing}, unknown {unknown}"
-        )
-    feeds = {name: np.asarray(value) for name, value in inputs.items()}
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, feeds), strict=True))

@@ -1,0 +1,201 @@
+"""Reading the command line's input: a CSV of labels and scores, checked cell by cell."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ._base import InputError, _Progress
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return path.open("r", encoding="utf-8-sig", newline="")
+
+
+def _choices(values: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+#: label cells that mean "no label": the rows are dropped, and counted
+_MISSING_LABELS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
+#: a decimal number as a person writes it; ``float()`` also takes ``1_000`` and
+#: non-ASCII digits, which a score column should not hold
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_NON_FINITE = frozenset({"nan", "inf", "infinity"})
+
+
+def _parse_number(text: str) -> float | None:
+    """``text`` as a float: plain decimal notation, nan or inf; None otherwise."""
+    if _NUMBER.fullmatch(text) or text.lower().lstrip("+-") in _NON_FINITE:
+        return float(text)
+    return None
+
+
+def _read_columns(path: Path, label: str, scores: Sequence[str], delimiter: str):
+    """Labels (as text), the score matrix and the number of rows without a label.
+
+    Rows whose label is missing (empty, NA, N/A, NaN, null, None, ?) are dropped:
+    counting them as either class would be a guess.
+
+    Raises
+    ------
+    InputError
+        Unreadable file, a missing or duplicated column, a short row, a non-numeric
+        (``1_000`` included) or non-finite score, naming the column and the first bad
+        row.
+    """
+    if len(set(scores)) != len(scores):
+        raise InputError(f"--score names a column twice: {list(scores)}")
+    if label in scores:
+        raise InputError(f"column {label!r} is given both as --label and as --score")
+    try:
+        with _open_text(path) as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            header = next(reader, None)
+            if header is None:
+                raise InputError(f"{path} is empty: expected a header row")
+            header = [name.strip() for name in header]
+            wanted = [label, *scores]
+            for column in wanted:
+                if column not in header:
+                    hint = ""
+                    if len(header) == 1 and any(c in header[0] for c in ";\t|"):
+                        hint = " (is the file delimited by something else? see --delimiter)"
+                    raise InputError(
+                        f"column {column!r} is not in {path}; available columns: "
+                        f"{_choices(header, limit=40)}{hint}"
+                    )
+                if header.count(column) > 1:
+                    raise InputError(f"column {column!r} appears {header.count(column)} times")
+            index = [header.index(column) for column in wanted]
+            last = max(index)
+            labels: list[str] = []
+            rows: list[list[str]] = []
+            n_missing = 0
+            lines: list[int] = []
+            for row in reader:
+                if not row or all(not cell.strip() for cell in row):
+                    continue
+                if len(row) <= last:
+                    raise InputError(
+                        f"{path}: row {len(labels) + 1} (line {reader.line_num}) has "
+                        f"{len(row)} fields, the header has {len(header)}"
+                    )
+                cell = row[index[0]].strip()
+                if cell.lower() in _MISSING_LABELS:
+                    n_missing += 1
+                    continue
+                labels.append(cell)
+                rows.append([row[i] for i in index[1:]])
+                lines.append(reader.line_num)
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"cannot read {path}: {reason}") from exc
+    if not labels:
+        if n_missing:
+            raise InputError(f"every one of the {n_missing} rows of {path} lacks a label")
+        raise InputError(f"{path} has a header but no data rows")
+    matrix = np.empty((len(rows), len(scores)), dtype=np.float64)
+    for j, column in enumerate(scores):
+        for i, row in enumerate(rows):
+            text = row[j].strip()
+            value = _parse_number(text)
+            if value is None:
+                raise InputError(
+                    f"score column {column!r} is not numeric: row {i + 1} "
+                    f"(line {lines[i]}) holds {text!r}"
+                )
+            if not math.isfinite(value):
+                raise InputError(
+                    f"score column {column!r} holds {text!r} at row {i + 1} (line "
+                    f"{lines[i]}): scores must be finite numbers (no NaN or inf)"
+                )
+            matrix[i, j] = value
+    return labels, matrix, n_missing
+
+
+def _as_number(text: str) -> float | None:
+    value = _parse_number(text)
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _binary_target(labels: list[str], column: str, pos_label: str | None):
+    """0/1 targets and the positive label's text.
+
+    Labels that are all numbers are compared as numbers ("1" and "1.0" are one class).
+    Without ``pos_label`` the column must hold exactly two values and, when they are
+    numbers, the larger one is positive (0/1, -1/1, 1/2); text labels need
+    ``--pos-label``. With ``pos_label`` that value is calibrated against all others.
+    """
+    texts = sorted(set(labels))
+    numbers = {text: _as_number(text) for text in texts}
+    numeric = None not in numbers.values()
+    # one representative text per class, and each row's class key
+    key = (lambda text: numbers[text]) if numeric else (lambda text: text)
+    classes = {}
+    for text in texts:
+        classes.setdefault(key(text), text)
+    values = [classes[k] for k in sorted(classes)]
+    if pos_label is None:
+        if len(values) != 2:
+            raise InputError(
+                f"label column {column!r} has {len(values)} distinct value"
+                f"{'' if len(values) == 1 else 's'} ({_choices(values)}); calibration needs "
+                "a binary label: pass --pos-label V to calibrate V against the rest"
+            )
+        if not numeric:
+            raise InputError(
+                f"label column {column!r} holds {values[0]!r} and {values[1]!r}: say which "
+                "one is positive with --pos-label"
+            )
+        positive = values[1]
+    else:
+        wanted = pos_label.strip()
+        positive_key = _as_number(wanted) if numeric else wanted
+        if positive_key not in classes:
+            raise InputError(
+                f"--pos-label {pos_label!r} is not a value of column {column!r} "
+                f"(values: {_choices(values)})"
+            )
+        positive = classes[positive_key]
+        if len(values) < 2:
+            raise InputError(
+                f"label column {column!r} holds only {values[0]!r}: calibration needs both "
+                "positive and negative rows"
+            )
+    target = key(positive)
+    y = np.fromiter((key(text) == target for text in labels), dtype=np.int64, count=len(labels))
+    return y, positive
+
+
+@dataclass
+class _Data:
+    path: Path
+    label: str
+    scores: list[str]
+    y: np.ndarray
+    S: np.ndarray
+    positive: str
+    n_missing_label: int = 0
+
+
+def _load(args, progress: _Progress) -> _Data:
+    labels, S, n_missing = _read_columns(Path(args.csv), args.label, args.score, args.delimiter)
+    if n_missing:
+        progress.note(
+            f"dropped {n_missing} row{'' if n_missing == 1 else 's'} with a missing label "
+            f"(empty, NA, NaN, null, ...) in column {args.label!r}; {len(labels)} rows remain",
+            always=True,
+        )
+    y, positive = _binary_target(labels, args.label, args.pos_label)
+    return _Data(Path(args.csv), args.label, list(args.score), y, S, positive, n_missing)

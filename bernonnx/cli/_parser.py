@@ -1,0 +1,184 @@
+"""The argument parser of the ``bernonnx`` command line."""
+
+from __future__ import annotations
+
+import argparse
+
+from bernonnx import __version__
+
+from ._base import _EXIT_HELP, InputError
+from ._methods import _methods_help
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors raised as :class:`InputError` (one line, exit 2)."""
+
+    def error(self, message: str):
+        raise InputError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {value}")
+    return value
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("csv", metavar="SCORES.csv", help="CSV file with a header row (.gz too)")
+    parser.add_argument("--label", required=True, metavar="COL", help="the label column")
+    parser.add_argument(
+        "--score",
+        required=True,
+        action="append",
+        metavar="COL",
+        help="a score column, higher meaning more positive (repeat for several)",
+    )
+    parser.add_argument(
+        "--pos-label",
+        metavar="V",
+        help="the positive label (default: the larger of two numeric labels); with more "
+        "than two label values, V is calibrated against the rest",
+    )
+    parser.add_argument(
+        "--delimiter", default=",", metavar="C", help="field delimiter (default: ',')"
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="bernonnx",
+        description="Monotone probability calibration of classifier scores, compared, "
+        "exported to ONNX and laid out for Triton.",
+        epilog=_EXIT_HELP,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"bernonnx {__version__}")
+    parser.add_argument(
+        "--traceback", action="store_true", help="show the traceback of unexpected failures"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser(
+        "demo",
+        help="the whole job on bundled data: train, calibrate, compare, plot, export",
+        description="Train a HistGradientBoostingClassifier on the UCI credit-card default "
+        "data (30,000 rows, shipped inside the package, licensed CC BY 4.0: I-C. Yeh, UCI "
+        "Machine Learning Repository; no download), split train / calibration / test "
+        "60/20/20 stratified; calibrate its probabilities with every bernonnx calibrator "
+        "(CalibratedClassifier on the frozen model) and with scikit-learn's sigmoid and "
+        "isotonic CalibratedClassifierCV; print ECE, MCE, Brier, log loss, AUC and fit "
+        "time on the test rows; draw reliability diagrams; export the calibrator with the "
+        "best test log loss, with the model, as one ONNX graph, check it in onnxruntime "
+        "and write a Triton model repository.",
+        epilog=_EXIT_HELP,
+        formatter_class=formatter,
+    )
+    demo.add_argument(
+        "--out",
+        default="bernonnx-demo",
+        metavar="DIR",
+        help="folder for the PNGs, model.onnx and triton/ (default: ./bernonnx-demo)",
+    )
+    demo.add_argument(
+        "--quick", action="store_true", help="6,000-row sample and a smaller model (CI smoke)"
+    )
+    demo.add_argument("--no-plots", action="store_true", help="skip the reliability diagrams")
+    demo.add_argument("--seed", type=int, default=0, help="split and model seed (default: 0)")
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare calibrators on your own scores (CSV)",
+        description="Fit calibrators on scores from a CSV file and compare them on held-out "
+        "rows (default) or by K-fold cross-validated out-of-fold predictions. With one "
+        "--score column the one-score calibrators run on it; with several, "
+        "'multivariate' fuses the score matrix and the one-score calibrators run on the "
+        "row mean. Default methods: all but multivariate-log (slow); the ones taking "
+        "probabilities are skipped when the scores are not in [0, 1].",
+        epilog=_methods_help() + "\n" + _EXIT_HELP,
+        formatter_class=formatter,
+    )
+    _add_data_arguments(compare)
+    compare.add_argument(
+        "--method",
+        action="append",
+        metavar="M",
+        help="a method to compare (repeat for several; default: all that apply)",
+    )
+    split = compare.add_mutually_exclusive_group()
+    split.add_argument(
+        "--test-size",
+        type=_fraction,
+        default=0.3,
+        metavar="F",
+        help="held-out fraction, stratified (default: 0.3)",
+    )
+    split.add_argument(
+        "--cv",
+        type=_positive_int,
+        metavar="K",
+        help="K-fold cross-validation (K >= 2) instead of one held-out split",
+    )
+    compare.add_argument("--seed", type=int, default=0, help="split seed (default: 0)")
+    compare.add_argument(
+        "--format", choices=("table", "csv", "json"), default="table", help="output format"
+    )
+    compare.add_argument("--output", metavar="FILE", help="write there instead of stdout")
+    compare.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="write a reliability diagram of all methods to this PNG file (the name must "
+        "end in .png; a folder is refused)",
+    )
+    compare.add_argument(
+        "--n-bins", type=_positive_int, default=10, metavar="N", help="bins of ECE/MCE/plot"
+    )
+
+    export = commands.add_parser(
+        "export",
+        help="fit one calibrator on a CSV of scores and write its ONNX graph",
+        description="Fit one calibrator on all rows of a CSV file and write its ONNX graph "
+        "(input: the raw score(s), shape (N, n_scores); outputs 'label' and "
+        "'probabilities'). Parity with Python is checked in onnxruntime on the file's "
+        "scores as read (Python on them as they are, the graph on them cast to --dtype) "
+        "and printed; when a row's probability differs by more than 1e-6 (float32) or "
+        "1e-9 (float64), or a label differs, the command exits 3 and writes only the "
+        ".onnx file. Rows whose label is empty or NA are dropped and counted. "
+        "Optionally writes a Triton model repository and the ORT "
+        "format for onnxruntime-mobile.",
+        epilog=_methods_help() + "\n" + _EXIT_HELP,
+        formatter_class=formatter,
+    )
+    _add_data_arguments(export)
+    export.add_argument("--method", required=True, metavar="M", help="the calibrator to fit")
+    export.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")
+    export.add_argument(
+        "--dtype",
+        choices=("auto", "float32", "float64"),
+        default="auto",
+        help="graph input and output type (default: auto, float32 unless float32 cannot carry "
+        "the scores, then float64; float32 is then refused with exit 2)",
+    )
+    export.add_argument("--triton", metavar="DIR", help="also write a Triton model repository")
+    export.add_argument(
+        "--name", metavar="NAME", help="Triton model name (default: the ONNX file's stem)"
+    )
+    export.add_argument(
+        "--ort", action="store_true", help="also write the ORT format next to the ONNX file"
+    )
+    return parser

@@ -1,0 +1,149 @@
+"""``bernonnx compare``: calibrators fitted on a CSV of scores, compared on held-out rows."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._base import EXIT_OK, InputError, _Progress
+from ._csv import _Data, _load
+from ._files import _check_outputs, _plot_path, _save_reliability, _write
+from ._methods import _METHOD_LIST, _check_probabilities, _fit, _Method, _method, _report
+from ._table import _csv_text, _json_safe, _table
+
+
+def _input_name(method: _Method, scores: list[str]) -> str:
+    if len(scores) == 1:
+        return scores[0]
+    if method.kind == "multi":
+        return ", ".join(scores)
+    return f"mean({', '.join(scores)})"
+
+
+def _select_methods(names: list[str] | None, data: _Data, progress: _Progress) -> list[_Method]:
+    multi = data.S.shape[1] > 1
+    where = f"column {data.scores[0]!r}" if not multi else "the row mean of the score columns"
+    mean = data.S.mean(axis=1)
+    if names:
+        chosen = []
+        for name in names:
+            method = _method(name)
+            if method not in chosen:
+                chosen.append(method)
+        for method in chosen:
+            if method.needs_probabilities:
+                _check_probabilities(method, mean[:, None], where)
+        return chosen
+    chosen = [m for m in _METHOD_LIST if m.kind != "multi" or multi]
+    # the slow log-loss fusion only on request: a cvxpy solve per degree and fold
+    chosen = [m for m in chosen if m.name != "multivariate-log"]
+    in_unit = mean.min() >= 0.0 and mean.max() <= 1.0
+    if not in_unit:
+        skipped = [m.name for m in chosen if m.needs_probabilities]
+        progress.note(
+            f"{where} is not in [0, 1]: skipping {', '.join(skipped)} (they take probabilities)"
+        )
+        chosen = [m for m in chosen if not m.needs_probabilities]
+    return chosen
+
+
+def _evaluate(methods, data: _Data, args, progress: _Progress):
+    """Held-out or cross-validated predictions and metrics of every method."""
+    from sklearn.model_selection import StratifiedKFold, train_test_split
+
+    n = data.y.shape[0]
+    if args.cv is not None:
+        if args.cv < 2:
+            raise InputError(f"--cv needs at least 2 folds, got {args.cv}")
+        if np.bincount(data.y).min() < args.cv:
+            raise InputError(
+                f"--cv {args.cv} needs at least {args.cv} rows of each class; the rarer class "
+                f"has {np.bincount(data.y).min()}"
+            )
+        folds = list(
+            StratifiedKFold(args.cv, shuffle=True, random_state=args.seed).split(data.S, data.y)
+        )
+        evaluation = {"mode": "cv", "folds": args.cv, "n_eval": n}
+        eval_index = np.arange(n)
+    else:
+        try:
+            train, test = train_test_split(
+                np.arange(n), test_size=args.test_size, random_state=args.seed, stratify=data.y
+            )
+        except ValueError as exc:
+            raise InputError(
+                f"cannot split {n} rows with --test-size {args.test_size}: {exc}"
+            ) from None
+        folds = [(train, test)]
+        evaluation = {"mode": "holdout", "test_size": args.test_size, "n_eval": len(test)}
+        eval_index = np.sort(test)
+    rows, predictions = [], {}
+    for method in methods:
+        out = np.empty(n)
+        seconds = 0.0
+        with progress.step(f"{method.name}: fitting on {len(folds)} split(s)"):
+            for train, test in folds:
+                start = time.perf_counter()
+                predict = _fit(method, data.S[train], data.y[train])
+                seconds += time.perf_counter() - start
+                out[test] = predict(data.S[test])
+        proba = out[eval_index]
+        predictions[method.name] = proba
+        row = {"method": method.name, "input": _input_name(method, data.scores)}
+        row.update(_report(data.y[eval_index], proba, args.n_bins))
+        row["fit_seconds"] = 0.0 if method.kind == "reference" else seconds / len(folds)
+        rows.append(row)
+    return rows, evaluation, data.y[eval_index], predictions
+
+
+def _cmd_compare(args, progress: _Progress) -> int:
+    for name in args.method or ():
+        _method(name)  # an unknown method fails before the file is read
+    plot = _plot_path(args.plot) if args.plot else None
+    outputs = [(f"--output {args.output}", Path(args.output))] if args.output else []
+    if plot is not None:
+        outputs.append((f"--plot {args.plot}", plot))
+    _check_outputs([Path(args.csv)], outputs)
+    with progress.step(f"reading {args.csv}"):
+        data = _load(args, progress)
+    methods = _select_methods(args.method, data, progress)
+    rows, evaluation, y_eval, predictions = _evaluate(methods, data, args, progress)
+    if args.format == "json":
+        document = {
+            "file": str(data.path),
+            "n_rows": int(data.y.shape[0]),
+            "n_missing_label": data.n_missing_label,
+            "label": data.label,
+            "positive_label": data.positive,
+            "positive_rate": float(data.y.mean()),
+            "scores": data.scores,
+            "evaluation": evaluation,
+            "n_bins": args.n_bins,
+            "seed": args.seed,
+            "results": [{k: _json_safe(v) for k, v in row.items()} for row in rows],
+        }
+        text = json.dumps(document, indent=2) + "\n"
+    elif args.format == "csv":
+        text = _csv_text(rows)
+    else:
+        if evaluation["mode"] == "cv":
+            how = f"{evaluation['folds']}-fold cross-validated out-of-fold predictions"
+        else:
+            how = f"held-out {evaluation['n_eval']} rows (test size {args.test_size})"
+        text = (
+            f"{data.path}: {data.y.shape[0]} rows, positive label {data.positive!r} "
+            f"(rate {data.y.mean():.4f}); metrics on {how}; ECE and MCE with "
+            f"{args.n_bins} bins; fit s per fit\n\n" + _table(rows, ("method", "input"))
+        )
+    if args.output:
+        _write(Path(args.output), text)
+        progress.note(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    if plot is not None:
+        _save_reliability(plot, y_eval, predictions, args.n_bins, data.path.name, progress)
+    return EXIT_OK

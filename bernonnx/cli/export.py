@@ -1,0 +1,145 @@
+"""``bernonnx export``: one calibrator fitted on a CSV of scores, written as ONNX."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
+from ._csv import _load
+from ._files import _check_outputs, _write
+from ._methods import _METHOD_LIST, _check_probabilities, _method
+
+
+def _triton_files(repository: Path, name: str) -> list[Path]:
+    return [repository / name / "config.pbtxt", repository / name / "1" / "model.onnx"]
+
+
+def _triton_name(name: str, flag: str) -> str:
+    from bernonnx.deploy.triton import _check_model_name
+
+    try:
+        _check_model_name(name)
+    except ValueError as exc:
+        raise InputError(f"{flag}: {exc}") from None
+    return name
+
+
+def _graph_dtype(onx) -> str:
+    from onnx import TensorProto
+
+    elem = onx.graph.input[0].type.tensor_type.elem_type
+    return "float64" if elem == TensorProto.DOUBLE else "float32"
+
+
+def _print_parity(parity: dict) -> None:
+    from bernonnx.export import format_parity
+
+    print(format_parity(parity))
+
+
+def _cmd_export(args, progress: _Progress) -> int:
+    from skl2onnx.common.exceptions import MissingShapeCalculator
+
+    from bernonnx.deploy import to_ort_format, write_triton_repository
+    from bernonnx.export import check_parity, to_onnx
+
+    method = _method(args.method)
+    exportable = [m.name for m in _METHOD_LIST if m.exportable]
+    if not method.exportable:
+        raise InputError(
+            f"method {method.name!r} has no ONNX export; choose from {', '.join(exportable)}"
+        )
+    if args.name and not args.triton:
+        raise InputError("--name is the Triton model name: it needs --triton DIR")
+    out = Path(args.onnx)
+    outputs = [(f"--onnx {args.onnx}", out)]
+    name = None
+    if args.triton:
+        if args.name:
+            name = _triton_name(args.name, "--name")
+        else:
+            name = _triton_name(out.stem, f"the Triton model name (from --onnx {args.onnx})")
+        triton = [(f"--triton {args.triton}", p) for p in _triton_files(Path(args.triton), name)]
+        outputs += triton
+    _check_outputs([Path(args.csv)], outputs)
+
+    with progress.step(f"reading {args.csv}"):
+        data = _load(args, progress)
+    if method.kind == "1d" and data.S.shape[1] > 1:
+        raise InputError(
+            f"method {method.name!r} calibrates one score column but {len(data.scores)} were "
+            "given; pass one --score, or a multivariate method"
+        )
+    if method.needs_probabilities:
+        _check_probabilities(method, data.S, f"column {data.scores[0]!r}")
+    dtype = {"auto": None, "float32": np.float32, "float64": np.float64}[args.dtype]
+    calibrator = method.make()
+    with progress.step(f"fitting {type(calibrator).__name__} on {data.y.shape[0]} rows"):
+        try:
+            calibrator.fit(data.S, data.y)
+        except ValueError as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise InputError(
+                f"method {method.name!r} cannot be fitted on {data.y.shape[0]} rows "
+                f"({int(data.y.sum())} positive): {reason}"
+            ) from exc
+    try:
+        with progress.step("converting to ONNX"):
+            # every row as the sample: to_onnx checks that the graph's dtype carries them
+            onx = to_onnx(calibrator, data.S, dtype=dtype)
+    except ValueError as exc:
+        if "cannot carry" not in str(exc):
+            raise
+        raise InputError(
+            f"--dtype float32: {exc}".replace("use dtype=np.float64", "use --dtype float64")
+        ) from None
+    except MissingShapeCalculator:
+        raise InputError(
+            f"{type(calibrator).__name__} (method {method.name!r}) has no ONNX converter in "
+            f"this version of bernonnx; exportable: "
+            f"{', '.join(m.name for m in _METHOD_LIST if m.kind == '1d')}"
+        ) from None
+    with progress.step("checking parity in onnxruntime"):
+        # the scores as read (float64): a float32 graph is charged with its rounding
+        parity = check_parity(calibrator, onx, data.S)
+
+    with tempfile.TemporaryDirectory(prefix="bernonnx-") as staging:
+        ort_files = []
+        if args.ort and parity["passed"]:
+            staged = Path(staging) / (out.stem + ".onnx")
+            staged.write_bytes(onx.SerializeToString())
+            with progress.step("converting to the ORT format"):
+                paths = to_ort_format(staged, Path(staging) / "ort")
+            ort_files = [(paths[key], out.parent / paths[key].name) for key in ("ort", "config")]
+            _check_outputs(
+                [Path(args.csv)], [*outputs, *((f"--ort {dest}", dest) for _, dest in ort_files)]
+            )
+        _write(out, onx.SerializeToString())
+        graph_input = onx.graph.input[0].name
+        print(
+            f"wrote {out}: {type(calibrator).__name__} on {', '.join(data.scores)} "
+            f"(input {graph_input!r}, shape (N, {data.S.shape[1]}), {_graph_dtype(onx)}; outputs "
+            f"'label', 'probabilities'; positive label {data.positive!r} is class 1)"
+        )
+        _print_parity(parity)
+        if not parity["passed"]:
+            skipped = [
+                flag for flag, given in (("--triton", args.triton), ("--ort", args.ort)) if given
+            ]
+            progress.note(
+                "the graph does not reproduce Python within the tolerance"
+                + (f"; not written: {', '.join(skipped)}" if skipped else ""),
+                always=True,
+            )
+            return EXIT_PARITY
+        if args.triton:
+            folder = write_triton_repository(onx, args.triton, name)
+            print(f"wrote the Triton model repository {folder} (config.pbtxt, 1/model.onnx)")
+        for source, dest in ort_files:
+            _write(dest, source.read_bytes())
+        if ort_files:
+            print(f"wrote {ort_files[0][1]} and {ort_files[1][1]}")
+    return EXIT_OK

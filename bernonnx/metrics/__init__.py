@@ -1,0 +1,40 @@
+"""Calibration metrics for binary probability predictions.
+
+Every function takes the true labels, the predicted probabilities of the positive class and
+optional sample weights, where a weight ``k`` means exactly the same as repeating the row ``k``
+times (a weight of zero removes the row). Binned metrics share one reliability table:
+
+* ``strategy="uniform"``: ``n_bins`` equal-width bins on ``[0, 1]`` with the edges and the
+  edge convention of :func:`sklearn.calibration.calibration_curve` (right-closed bins, so a
+  prediction equal to an inner edge belongs to the lower bin);
+* ``strategy="quantile"``: bins of (nearly) equal total weight, edges at weighted quantiles.
+
+All arithmetic is done in float64 whatever the input dtype.
+
+Layout: :mod:`._inputs` checks the arguments every metric shares; :mod:`.binned` the
+reliability table and the ECE family; :mod:`.scores` the Brier score, the log loss and
+Murphy's decomposition; :mod:`.report` all of them at once; :mod:`.grid` the grid
+calibration error over several scores.
+"""
+
+from .binned import (
+    expected_calibration_error,
+    maximum_calibration_error,
+    reliability_table,
+    rms_calibration_error,
+)
+from .grid import grid_calibration_error
+from .report import calibration_report
+from .scores import brier_decomposition, brier_score, log_loss
+
+__all__ = [
+    "brier_decomposition",
+    "brier_score",
+    "calibration_report",
+    "expected_calibration_error",
+    "grid_calibration_error",
+    "log_loss",
+    "maximum_calibration_error",
+    "reliability_table",
+    "rms_calibration_error",
+]
