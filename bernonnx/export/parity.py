@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 from sklearn.pipeline import Pipeline
 
+from bernonnx._meta import as_scores, combine_one_vs_rest, response_scores, score_columns
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.deploy import run_onnx
 from bernonnx.fusion import FusionClassifier
@@ -127,8 +128,6 @@ def _base_stage(model, X, outputs: dict, names: list[str]):
     scores (None when they cannot be computed). ``(None, None)`` when the graph's
     score tensors do not match the fold pairs.
     """
-    from bernonnx.calibration import _columns, as_scores, combine_one_vs_rest, response_scores
-
     final = _final_estimator(model)
     pairs = final.calibrated_classifiers_
     if len(names) != len(pairs) or any(name not in outputs for name in names):
@@ -165,7 +164,7 @@ def _base_stage(model, X, outputs: dict, names: list[str]):
                 scores = scores.reshape(-1)
             positive = [
                 cal.predict_proba(column)[:, 1]
-                for cal, column in zip(pair.calibrators, _columns(scores), strict=True)
+                for cal, column in zip(pair.calibrators, score_columns(scores), strict=True)
             ]
             replay = replay + combine_one_vs_rest(positive, pair.classes.shape[0])
         except Exception:  # noqa: BLE001 - a diagnosis only; fall back to the score errors
