@@ -105,6 +105,7 @@ CALIBRATORS: tuple[Entry, ...] = (
                 _p(loss="squared"),
             ),
         ),
+        plot="bernonnx.plotting._hooks:BERNSTEIN",
     ),
     Entry(
         "bernonnx.baselines:PlattCalibrator",
@@ -119,16 +120,19 @@ CALIBRATORS: tuple[Entry, ...] = (
                 aliases=("platt-log-odds",),
             ),
         ),
+        plot="bernonnx.plotting._hooks:PLATT",
     ),
     Entry(
         "bernonnx.baselines:IsotonicCalibrator",
         "bernonnx.converters.baselines:emit_baseline",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
+        plot="bernonnx.plotting._hooks:ISOTONIC",
     ),
     Entry(
         "bernonnx.baselines:HistogramCalibrator",
         "bernonnx.converters.baselines:emit_baseline",
         (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
+        plot="bernonnx.plotting._hooks:HISTOGRAM",
     ),
     Entry(
         "bernonnx.baselines:PlattHistogramCalibrator",
@@ -140,6 +144,7 @@ CALIBRATORS: tuple[Entry, ...] = (
                 aliases=("scaling-binning",),
             ),
         ),
+        plot="bernonnx.plotting._hooks:PLATT_HISTOGRAM",
     ),
     Entry(
         "bernonnx.multivariate:MultivariateBernsteinCalibrator",
@@ -157,6 +162,7 @@ CALIBRATORS: tuple[Entry, ...] = (
             ),
         ),
         multi=True,
+        plot="bernonnx.plotting._hooks:MULTIVARIATE_BERNSTEIN",
     ),
 )
 
