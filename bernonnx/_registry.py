@@ -105,6 +105,7 @@ CALIBRATORS: tuple[Entry, ...] = (
                 _p(loss="squared"),
             ),
         ),
+        plot="bernonnx.plotting._hooks:BERNSTEIN",
     ),
     Entry(
         "bernonnx.platt:PlattCalibrator",
@@ -119,16 +120,19 @@ CALIBRATORS: tuple[Entry, ...] = (
                 aliases=("platt-log-odds",),
             ),
         ),
+        plot="bernonnx.plotting._hooks:PLATT",
     ),
     Entry(
         "bernonnx.isotonic:IsotonicCalibrator",
         "bernonnx.converters.isotonic:emit_isotonic",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
+        plot="bernonnx.plotting._hooks:ISOTONIC",
     ),
     Entry(
         "bernonnx.histogram:HistogramCalibrator",
         "bernonnx.converters.histogram:emit_histogram",
         (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
+        plot="bernonnx.plotting._hooks:HISTOGRAM",
     ),
     Entry(
         "bernonnx.histogram:PlattHistogramCalibrator",
@@ -140,6 +144,7 @@ CALIBRATORS: tuple[Entry, ...] = (
                 aliases=("scaling-binning",),
             ),
         ),
+        plot="bernonnx.plotting._hooks:PLATT_HISTOGRAM",
     ),
     Entry(
         "bernonnx.multivariate:MultivariateBernsteinCalibrator",
@@ -157,6 +162,7 @@ CALIBRATORS: tuple[Entry, ...] = (
             ),
         ),
         multi=True,
+        plot="bernonnx.plotting._hooks:MULTIVARIATE_BERNSTEIN",
     ),
 )
 

@@ -15,13 +15,13 @@ from numbers import Integral
 import numpy as np
 from scipy.sparse import issparse
 from sklearn.base import _fit_context  # noqa: F401  (re-exported for the estimators)
-from sklearn.neural_network._base import ACTIVATIONS  # noqa: F401  (for calibration.py)
-from sklearn.utils._indexing import _safe_indexing  # noqa: F401  (for calibration.py)
+from sklearn.neural_network._base import ACTIVATIONS  # noqa: F401  (for _meta.py)
+from sklearn.utils._indexing import _safe_indexing  # noqa: F401  (for _meta.py)
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions  # noqa: F401
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import (
     _check_sample_weight,
-    _num_samples,  # noqa: F401  (for calibration.py)
+    _num_samples,  # noqa: F401  (for _meta.py)
     validate_data,
 )
 

@@ -6,14 +6,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import cross_val_predict
-from sklearn.utils.validation import (
-    check_is_fitted,
-)
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import NoneDefaultsMixin
-from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
-from .calibration import (
-    _columns,
+from ._meta import (
     as_scores,
     check_fit_data,
     check_folds,
@@ -22,7 +18,9 @@ from .calibration import (
     fit_kwargs,
     resolve_response_method,
     response_scores,
+    score_columns,
 )
+from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
 from .multivariate import MultivariateBernsteinCalibrator
 
 __all__ = ["FusionClassifier"]
@@ -180,7 +178,7 @@ class FusionClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixin, B
         return self._stack(scores)
 
     def _stack(self, scores: list[np.ndarray]) -> list[np.ndarray]:
-        per_model = [_columns(s) for s in scores]
+        per_model = [score_columns(s) for s in scores]
         return [np.stack(cols, axis=1) for cols in zip(*per_model, strict=True)]
 
     @_fit_context(prefer_skip_nested_validation=False)

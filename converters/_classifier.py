@@ -25,8 +25,8 @@ from skl2onnx.common.data_types import (
     StringTensorType,
 )
 
+from bernonnx._meta import LOG_ODDS_EPS
 from bernonnx._registry import entry_for, resolve
-from bernonnx.calibration import LOG_ODDS_EPS
 from bernonnx.converters._graph import DOUBLE, GraphWriter, clipped_log_odds
 
 CLASSIFIER_OPTIONS = {

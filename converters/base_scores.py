@@ -22,7 +22,7 @@ from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
-from bernonnx.calibration import _final_and_inputs
+from bernonnx._meta import final_and_inputs as _final_and_inputs
 from bernonnx.converters._classifier import float_type, label_type
 from bernonnx.converters._graph import DOUBLE, GraphWriter, check_opset
 from bernonnx.converters.exact import exact_scores, exact_supported

@@ -18,13 +18,8 @@ from bernonnx import (
 )
 from bernonnx._transforms import apply_transform
 from bernonnx.metrics import reliability_table
-from bernonnx.plotting import (
-    _inverse_transform,
-    _transform_params,
-    plot_calibration_function,
-    plot_contour,
-    reliability_diagram,
-)
+from bernonnx.plotting import plot_calibration_function, plot_contour, reliability_diagram
+from bernonnx.plotting._common import _inverse_transform, _transform_params
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")

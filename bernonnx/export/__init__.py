@@ -1,0 +1,35 @@
+"""Export bernonnx models (and anything containing them) to ONNX, and check parity.
+
+>>> import numpy as np
+>>> from sklearn.linear_model import LogisticRegression
+>>> from bernonnx import CalibratedClassifier
+>>> from bernonnx.export import check_parity, to_onnx
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(600, 4)); y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+>>> clf = CalibratedClassifier(LogisticRegression(), cv=3).fit(X, y)
+>>> onx = to_onnx(clf, X[:1])
+>>> [o.name for o in onx.graph.output]
+['label', 'probabilities']
+>>> report = check_parity(clf, onx, X)
+>>> report["passed"], report["tolerance"], report["n_above"], report["labels_equal"]
+(True, 1e-06, 0, True)
+
+Python runs on ``X`` as given (float64 here) and only the graph's feed is cast to
+float32, so the report measures what a float32 server would return.
+"""
+
+from ._inputs import onnx_inputs
+from .convert import DEFAULT_OPSET, FLOAT32_INPUT_TOLERANCE, float32_input_loss, to_onnx
+from .parity import PARITY_TOLERANCE, ParityReport, check_parity, format_parity
+
+__all__ = [
+    "DEFAULT_OPSET",
+    "FLOAT32_INPUT_TOLERANCE",
+    "PARITY_TOLERANCE",
+    "ParityReport",
+    "check_parity",
+    "float32_input_loss",
+    "format_parity",
+    "onnx_inputs",
+    "to_onnx",
+]

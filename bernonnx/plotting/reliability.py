@@ -1,0 +1,172 @@
+"""The reliability diagram: binned positive rate against mean prediction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from numpy.typing import ArrayLike
+
+from bernonnx.metrics import expected_calibration_error, reliability_table
+
+from ._common import _new_axes
+
+__all__ = ["reliability_diagram"]
+
+#: Marker area (points^2) of a bin holding 1 / n_bins of the weight: areas are
+#: ``_MARKER_AREA * n_bins * weight share``, so equal-mass bins all get this area and the
+#: scale is the same for every curve of a figure.
+_MARKER_AREA = 36.0
+
+
+def _curves(y_prob) -> dict[str, ArrayLike]:
+    if isinstance(y_prob, Mapping):
+        if not y_prob:
+            raise ValueError("y_prob is an empty dict: pass at least one {label: probabilities}")
+        return {str(label): p for label, p in y_prob.items()}
+    return {"model": y_prob}
+
+
+def reliability_diagram(
+    y_true: ArrayLike,
+    y_prob,
+    *,
+    n_bins: int = 10,
+    strategy: str = "uniform",
+    sample_weight: ArrayLike | None = None,
+    pos_label=None,
+    show_weights: str | None = "size",
+    show_histogram: bool = True,
+    ax=None,
+    title: str | None = None,
+):
+    """Reliability diagram: positive rate against mean prediction, bin by bin.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels, two distinct values at most.
+    y_prob : array-like of shape (n_samples,) or dict of str to array-like
+        Probabilities of the positive class; a dict ``{label: probabilities}`` draws
+        several calibrators (same ``y_true``) on one figure, in the dict's order.
+    n_bins : int, default=10
+        Number of bins before empty bins are dropped.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Bins of :func:`bernonnx.metrics.reliability_table`: equal width on ``[0, 1]``
+        or equal weight.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights; a weight ``k`` draws exactly what ``k`` repeated rows draw.
+    pos_label : int, float, bool or str, default=None
+        The positive label, as in :func:`bernonnx.metrics.reliability_table`.
+    show_weights : {"size", None}, default="size"
+        ``"size"``: each bin's marker area is proportional to its share of the total
+        weight (``36 * n_bins * share`` points^2, so an equal-mass bin gets 36); None:
+        equal markers.
+    show_histogram : bool, default=True
+        Draw each curve's weight share per bin as bars on an Axes beneath the diagram
+        (sharing its x axis; it takes 30% of ``ax``'s height). With several curves,
+        each bin is split into side-by-side bars, one per curve, in the curves' order.
+    ax : matplotlib Axes, default=None
+        Where to draw; a new figure when None.
+    title : str, default=None
+        Axes title.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+        The diagram's Axes, also when the histogram is drawn. The histogram Axes is then
+        ``ax.bernonnx_histogram`` (it is also in ``ax.figure.axes``); it is None when
+        ``show_histogram=False``.
+
+    Notes
+    -----
+    Each curve joins the non-empty bins' ``(mean_predicted, fraction_positive)`` of
+    :func:`bernonnx.metrics.reliability_table` with the same ``n_bins``, ``strategy``
+    and ``sample_weight``; its legend entry gives the ECE of
+    :func:`bernonnx.metrics.expected_calibration_error` on those bins. The dashed
+    diagonal is perfect calibration. ``ax.lines`` holds the diagonal, then one line per
+    curve; ``ax.collections`` one scatter per curve.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from bernonnx.plotting import reliability_diagram
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.random(2000)
+    >>> y = rng.random(2000) < p
+    >>> ax = reliability_diagram(y, {"calibrated": p, "squared": p**2})
+    >>> [line.get_label() for line in ax.lines[1:]]
+    ['calibrated (ECE = 0.0296)', 'squared (ECE = 0.1706)']
+    >>> ax.bernonnx_histogram.get_ylabel()
+    'weight share'
+    >>> plt.close(ax.figure)
+    """
+    if show_weights not in ("size", None):
+        raise ValueError(f"show_weights must be 'size' or None, got {show_weights!r}")
+    curves = _curves(y_prob)
+    # every check runs before a figure exists, so an error leaves no empty figure behind
+    tables, eces = {}, {}
+    for label, p in curves.items():
+        kwargs = dict(n_bins=n_bins, strategy=strategy, sample_weight=sample_weight)
+        tables[label] = reliability_table(y_true, p, pos_label=pos_label, **kwargs)
+        eces[label] = expected_calibration_error(y_true, p, pos_label=pos_label, **kwargs)
+
+    ax = _new_axes(ax, (5.5, 6.5) if show_histogram else (5.5, 5.0))
+    ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", linewidth=1, label="perfectly calibrated")
+    colors = {}
+    for label, table in tables.items():
+        share = table["weight"] / table["weight"].sum()
+        sizes = _MARKER_AREA * n_bins * share if show_weights == "size" else _MARKER_AREA
+        (line,) = ax.plot(
+            table["mean_predicted"],
+            table["fraction_positive"],
+            linewidth=1.5,
+            label=f"{label} (ECE = {eces[label]:.4f})",
+        )
+        colors[label] = line.get_color()
+        ax.scatter(
+            table["mean_predicted"],
+            table["fraction_positive"],
+            s=sizes,
+            color=colors[label],
+            edgecolors="white",
+            linewidths=0.5,
+            zorder=3,
+            label="_nolegend_",
+        )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("fraction of positives")
+    ax.legend(loc="upper left", fontsize="small")
+    if title is not None:
+        ax.set_title(title)
+
+    ax.bernonnx_histogram = None
+    if not show_histogram:
+        ax.set_xlabel("mean predicted probability")
+        return ax
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    hist = make_axes_locatable(ax).append_axes("bottom", size="30%", pad=0.1, sharex=ax)
+    # several curves: bars side by side, each curve in its own slice of every bin
+    for c, (label, table) in enumerate(tables.items()):
+        share = table["weight"] / table["weight"].sum()
+        width = (table["bin_upper"] - table["bin_lower"]) / len(tables)
+        hist.bar(
+            table["bin_lower"] + c * width,
+            share,
+            width=width,
+            align="edge",
+            color=colors[label],
+            alpha=0.6,
+            linewidth=0,
+            label=label,
+        )
+    ax.tick_params(labelbottom=False)
+    hist.set_xlabel("mean predicted probability")
+    hist.set_ylabel("weight share")
+    hist.set_ylim(bottom=0)
+    ax.bernonnx_histogram = hist
+    return ax
