@@ -83,3 +83,29 @@ def test_unknown_top_level_name_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         bernonnx.nope  # noqa: B018
+
+
+def run_study(script: str, *args: str) -> subprocess.CompletedProcess:
+    """Run ``examples/<script>`` as the README says, from the repository root."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def test_study_without_its_data_says_where_to_get_it(tmp_path):
+    done = run_study("diabetes_study.py", "--quick", "--data", str(tmp_path))
+    assert done.returncode == 2
+    message = done.stderr
+    assert "diabetes_brfss2015.csv.gz not found" in message
+    assert "https://" in message and "--data PATH" in message and "BERNONNX_SHARED_DATA" in message
+
+
+def test_credit_study_falls_back_to_the_bundled_copy(tmp_path):
+    done = run_study("credit_card_study.py", "--quick", "--data", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "reading the copy bundled with bernonnx" in done.stderr
+    assert "keeps the test AUC exactly" in done.stdout
