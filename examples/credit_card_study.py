@@ -1,4 +1,5 @@
 """Seed 001 on the UCI credit-card default data: calibrating a gradient-boosted model.
+===================================================================================
 
 Reproduces the calibration comparison of the notebook "Probability
 Calibration" (seed 001) on the UCI "Default of credit card clients" data

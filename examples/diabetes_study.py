@@ -1,4 +1,5 @@
 """Seed 000 on the CDC diabetes data: LinearSVC scores calibrated by sklearn, the blog, bernonnx.
+==============================================================================================
 
 Reproduces the results table of the blog post "A Bernstein SkLearn model
 calibrator" (seed 000) on the full BRFSS 2015 diabetes data (253,680 rows,

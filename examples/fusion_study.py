@@ -1,4 +1,5 @@
 """Seed 002's protocol on our data: fusing two small neural networks' scores.
+==========================================================================
 
 Wang & Liu (IJCAI 2020, section 5.2) calibrate the scores of two classifiers
 jointly with a coordinate-wise monotone Bernstein polynomial
@@ -388,7 +389,7 @@ def run(args) -> str:
 
 
 def main(argv=None) -> int:
-    parser = study_parser(__doc__.split("\n\n")[0])
+    parser = study_parser(__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10, help="repeats per data set")
     parser.add_argument("--plot", type=Path, help="draw the first fit's contours to this PNG")
     args = parser.parse_args(argv)
