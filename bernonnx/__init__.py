@@ -20,6 +20,27 @@ __all__ = [
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
+    "check_parity",
     "metrics",
+    "to_onnx",
     "__version__",
 ]
+
+#: Names served from ``bernonnx.export`` on first use: importing it loads onnx and skl2onnx,
+#: which ``import bernonnx`` must not do (the estimators never need them).
+_LAZY_EXPORT = ("check_parity", "to_onnx")
+
+
+def __getattr__(name: str):
+    # PEP 562: called only for names not found in the module, so the import happens once
+    if name in _LAZY_EXPORT:
+        from . import export
+
+        value = getattr(export, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_EXPORT))

@@ -9,9 +9,11 @@ results table.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +24,31 @@ from sklearn.model_selection import train_test_split
 from bernonnx import metrics
 from bernonnx.calibration import LOG_ODDS_EPS
 
-#: ``<checkout>/../shared/data``: the data folder sits next to the repository.
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: Environment variable naming the data folder, read when ``--data`` is not given.
+DATA_ENV = "BERNONNX_SHARED_DATA"
+#: The shared data folder: ``$BERNONNX_SHARED_DATA``, else ``<checkout>/../shared/data``
+#: (CI puts it next to the repository).
+DEFAULT_DATA_DIR = (
+    Path(os.environ[DATA_ENV])
+    if os.environ.get(DATA_ENV)
+    else Path(__file__).resolve().parents[2] / "shared" / "data"
+)
+#: Where each data file comes from: the public page to download it from, and what to save.
+DATA_SOURCES = {
+    "diabetes_brfss2015.csv.gz": (
+        "CDC BRFSS 2015 Diabetes Health Indicators, the full unbalanced binary version "
+        "(diabetes_binary_health_indicators_BRFSS2015.csv, 253,680 rows), from Kaggle "
+        "(https://www.kaggle.com/datasets/alexteboul/diabetes-health-indicators-dataset) "
+        "or the UCI repository (https://archive.ics.uci.edu/dataset/891); gzip it as "
+        "diabetes_brfss2015.csv.gz"
+    ),
+    "uci_credit_card.csv.gz": (
+        'UCI "Default of credit card clients" in its Kaggle layout (UCI_Credit_Card.csv, '
+        "30,000 rows, https://www.kaggle.com/datasets/uciml/default-of-credit-card-clients-"
+        "dataset; also https://archive.ics.uci.edu/dataset/350); gzip it as "
+        "uci_credit_card.csv.gz"
+    ),
+}
 #: Rows kept by ``--quick`` (stratified), small enough for a CI smoke run.
 QUICK_ROWS = 20_000
 
@@ -45,15 +70,24 @@ COLUMNS = {
 
 
 def study_parser(description: str) -> argparse.ArgumentParser:
-    """Parser with the options every study takes: ``--data-dir``, ``--out``, ``--quick``."""
+    """Parser with the options every study takes: ``--data``, ``--out``, ``--quick``.
+
+    ``--data`` lands in ``args.data_dir``; ``--data-dir`` is its older spelling.
+    """
     parser = argparse.ArgumentParser(
         description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
+        "--data",
         "--data-dir",
+        dest="data_dir",
+        metavar="PATH",
         type=Path,
         default=DEFAULT_DATA_DIR,
-        help=f"folder holding the .csv.gz data sets (default: {DEFAULT_DATA_DIR})",
+        help=(
+            f"folder holding the .csv.gz data sets (default: ${DATA_ENV} if set, else the "
+            f"shared data folder next to the checkout, {DEFAULT_DATA_DIR})"
+        ),
     )
     parser.add_argument("--out", type=Path, help="also write the results table (markdown) here")
     parser.add_argument(
@@ -65,13 +99,24 @@ def study_parser(description: str) -> argparse.ArgumentParser:
 
 
 def load_csv(data_dir: Path, filename: str) -> pd.DataFrame:
-    """Read ``data_dir / filename``; exit with code 2 and a clear message if it is absent."""
+    """Read ``data_dir / filename``; exit with code 2 and a clear message if it is absent.
+
+    The message says where the file comes from (:data:`DATA_SOURCES`) and how to point
+    the study at it.
+    """
     path = Path(data_dir) / filename
+    bundled = resources.files("bernonnx.data").joinpath(filename)
+    if not path.is_file() and bundled.is_file():
+        # the credit data ship with bernonnx: a clone without the shared folder still runs
+        print(f"note: {path} not found; reading the copy bundled with bernonnx", file=sys.stderr)
+        with resources.as_file(bundled) as bundled_path:
+            return pd.read_csv(bundled_path)
     if not path.is_file():
+        source = DATA_SOURCES.get(filename, "see the data folder's README.md")
         print(
-            f"error: data file {path} not found. Pass --data-dir pointing to the folder that "
-            f"holds {filename} (by default the shared data folder next to the checkout, "
-            f"{DEFAULT_DATA_DIR}).",
+            f"error: data file {path} not found. It is {source}. Pass --data PATH naming the "
+            f"folder that holds {filename}, or set ${DATA_ENV} to it (default: the shared "
+            f"data folder next to the checkout, {DEFAULT_DATA_DIR}).",
             file=sys.stderr,
         )
         raise SystemExit(2)

@@ -1,4 +1,5 @@
 """Seed 001 on the UCI credit-card default data: calibrating a gradient-boosted model.
+===================================================================================
 
 Reproduces the calibration comparison of the notebook "Probability
 Calibration" (seed 001) on the UCI "Default of credit card clients" data
@@ -35,11 +36,16 @@ calibration error with 15 equal-width bins that seed 001's text defines
 (``sqrt(sum_b w_b (mean_pred_b - pos_rate_b)^2)``), Brier score, log loss, AUC
 and the number of distinct outputs.
 
+Data: ``uci_credit_card.csv.gz`` in the shared data folder (``--data PATH``,
+else ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout),
+the UCI data set 350 in its Kaggle layout (uciml/default-of-credit-card-clients-
+dataset). bernonnx ships the same file, which is read when the folder lacks it.
+
 Run from the repository root::
 
     python examples/credit_card_study.py               # full study, about 10 s
     python examples/credit_card_study.py --quick       # 20,000-row smoke run
-    python examples/credit_card_study.py --out credit.md --data-dir ../shared/data
+    python examples/credit_card_study.py --out credit.md --data ../shared/data
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 """Seed 002's protocol on our data: fusing two small neural networks' scores.
+==========================================================================
 
 Wang & Liu (IJCAI 2020, section 5.2) calibrate the scores of two classifiers
 jointly with a coordinate-wise monotone Bernstein polynomial
@@ -31,7 +32,11 @@ Methods, all fitted on the same 500 calibration rows:
 
 Data: the CDC BRFSS 2015 diabetes data (253,680 rows; ``min_count`` 1000 as
 in the paper) and the UCI credit-card default data (30,000 rows, 28,500 test
-rows; ``min_count`` 250, see the notes the script prints).
+rows; ``min_count`` 250, see the notes the script prints). The diabetes file,
+``diabetes_brfss2015.csv.gz``, is read from the shared data folder (``--data PATH``,
+else ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout; Kaggle's
+alexteboul/diabetes-health-indicators-dataset or UCI data set 891, gzipped); the credit
+data ship with bernonnx.
 
 Run from the repository root::
 
@@ -384,7 +389,7 @@ def run(args) -> str:
 
 
 def main(argv=None) -> int:
-    parser = study_parser(__doc__.split("\n\n")[0])
+    parser = study_parser(__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10, help="repeats per data set")
     parser.add_argument("--plot", type=Path, help="draw the first fit's contours to this PNG")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
 """bernonnx in one run: fit, calibrate, compare, export to ONNX, check parity.
+===========================================================================
 
 Uses the credit-card default data shipped inside the package (no download):
 a histogram gradient-boosting classifier is trained on 60% of the rows,

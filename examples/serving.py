@@ -1,4 +1,5 @@
 """Serve a calibrated model: one ONNX file, a Triton repository, onnxruntime and Node.js.
+======================================================================================
 
 A histogram gradient-boosting classifier is trained on the credit-card default data
 shipped inside the package and calibrated with a ``BernsteinCalibrator`` on held-out
@@ -13,7 +14,7 @@ rows (prefit, through ``FrozenEstimator``, on the model's log-odds). Then:
 4. the same ``model.onnx`` runs in Node.js (``examples/serve_node.mjs``, onnxruntime-node
    from ``tests/node/node_modules``).
 
-It prints max |Python - ORT| and max |Python - Node| over the test rows, with the label
+It prints ``max |Python - ORT|`` and ``max |Python - Node|`` over the test rows, with the label
 agreement, and exits with status 1 if a runtime is off by more than 1e-6 or a label
 differs. Without ``node`` or the npm packages the Node.js step prints why it is skipped.
 

@@ -1,4 +1,5 @@
 """Which score transform should BernsteinCalibrator use by default? The evidence.
+==============================================================================
 
 Four score sets, each split into calibration and test halves:
 

@@ -1,0 +1,111 @@
+"""The README's front door: its Python blocks run as written, its names import.
+
+The blocks run in order in one namespace, as a reader who pastes them one after
+another into one Python session, in a temporary working folder (the export block
+writes ``models/`` and ``mobile/``). None of them reads the shared data folder: they
+use the credit data bundled with the package. Shell blocks are not run here; `.ci/run`
+runs the first one (``bernonnx demo``) as written.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def python_blocks() -> list[tuple[int, str]]:
+    """``(line number, source)`` of every fenced ``python`` block of the README."""
+    text = README.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, match.start()) + 1, match.group(2))
+        for match in FENCE.finditer(text)
+        if match.group(1) == "python"
+    ]
+
+
+def test_readme_has_python_blocks():
+    assert len(python_blocks()) >= 4
+
+
+def test_readme_python_blocks_run_as_written(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib", reason="the plotting block needs the plot extra")
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display in CI
+    import matplotlib.pyplot as plt
+
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "__readme__"}
+    try:
+        for line, source in python_blocks():
+            code = compile(source, f"README.md, block at line {line}", "exec")
+            exec(code, namespace)  # the README's own code, as a user runs it
+    finally:
+        plt.close("all")
+    assert namespace["report"]["passed"], namespace["report"]  # the parity it shows
+    # the export block wrote a Triton repository and the ORT-format files
+    assert (tmp_path / "models" / "credit" / "config.pbtxt").is_file()
+    assert (tmp_path / "models" / "credit" / "1" / "model.onnx").is_file()
+    assert any(path.suffix == ".ort" for path in (tmp_path / "mobile").iterdir())
+
+
+def test_readme_scripts_exist():
+    # every `python examples/x.py` or `python benchmarks/x.py` the README names is there
+    scripts = set(re.findall(r"python ((?:examples|benchmarks)/\w+\.py)", README.read_text()))
+    assert scripts, "the README names no script"
+    assert sorted(s for s in scripts if not (ROOT / s).is_file()) == []
+
+
+def test_top_level_export_names_are_lazy():
+    # `import bernonnx` must not load onnx or skl2onnx; the names load them on first use
+    code = (
+        "import sys, bernonnx\n"
+        "assert 'skl2onnx' not in sys.modules and 'onnx' not in sys.modules\n"
+        "from bernonnx import check_parity, to_onnx\n"
+        "import bernonnx.export as export\n"
+        "assert to_onnx is export.to_onnx and check_parity is export.check_parity\n"
+        "assert {'to_onnx', 'check_parity'} <= set(bernonnx.__all__) <= set(dir(bernonnx))\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_unknown_top_level_name_is_an_attribute_error():
+    import bernonnx
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        bernonnx.nope  # noqa: B018
+
+
+def run_study(script: str, *args: str) -> subprocess.CompletedProcess:
+    """Run ``examples/<script>`` as the README says, from the repository root."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def test_study_without_its_data_says_where_to_get_it(tmp_path):
+    done = run_study("diabetes_study.py", "--quick", "--data", str(tmp_path))
+    assert done.returncode == 2
+    message = done.stderr
+    assert "diabetes_brfss2015.csv.gz not found" in message
+    assert "https://" in message and "--data PATH" in message and "BERNONNX_SHARED_DATA" in message
+
+
+def test_credit_study_falls_back_to_the_bundled_copy(tmp_path):
+    done = run_study("credit_card_study.py", "--quick", "--data", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "reading the copy bundled with bernonnx" in done.stderr
+    assert "keeps the test AUC exactly" in done.stdout
