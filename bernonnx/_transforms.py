@@ -98,7 +98,11 @@ def _slope(rise: float, spread: float) -> float:
     """``rise / spread`` capped at ``_MAX_SLOPE``; 0 for a zero spread."""
     if not spread > 0:
         return 0.0
-    return float(min(rise / spread, _MAX_SLOPE))
+    # compared before dividing: a subnormal spread (scores 1e-308 apart) would
+    # overflow the quotient
+    if rise >= _MAX_SLOPE * spread:
+        return _MAX_SLOPE
+    return float(rise / spread)
 
 
 def clipped_log_odds(p: np.ndarray, eps: float) -> np.ndarray:
