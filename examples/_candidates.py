@@ -227,10 +227,13 @@ class LinearPlusBernstein:
         p   = 1 / (1 + exp(-eta))
 
     Degree ``D = 0`` is Platt scaling exactly (``c_0 + alpha_ t``); every
-    degree is strictly increasing in ``s`` and, far out, follows Platt's
-    linear log-odds instead of a constant. The degree (0 included) comes from
-    5-fold CV with the one-standard-error rule, so Platt wins ties. The graph
-    adds one Mul and one Add to ``BernsteinCalibrator``'s.
+    degree ``D >= 1`` is strictly increasing in ``s`` (steps ``>= min_step``)
+    and, far out, follows Platt's linear log-odds instead of a constant. The
+    degree (0 included) comes from 5-fold CV with the one-standard-error
+    rule, so Platt wins ties. The graph adds one Mul and one Add to
+    ``BernsteinCalibrator``'s. (A library version must also bound ``alpha_``
+    below by a positive margin, as the steps are, so that degree 0 stays
+    strictly increasing; this prototype only asks ``alpha_ >= 0``.)
     """
 
     def __init__(
