@@ -77,7 +77,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.svm import LinearSVC
 
 from bernonnx import BernsteinCalibrator, CalibratedClassifier, PlattCalibrator, metrics
-from bernonnx.calibration import response_scores
+from bernonnx._meta import response_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _candidates import AffineBernstein, LinearPlusBernstein  # noqa: E402
