@@ -16,6 +16,10 @@
 
 Python runs on ``X`` as given (float64 here) and only the graph's feed is cast to
 float32, so the report measures what a float32 server would return.
+
+``convert`` writes the graph (:func:`to_onnx`, its dtype choice and float32 guard),
+``parity`` checks it (:func:`check_parity`, :class:`ParityReport`, :func:`format_parity`);
+both feed the graph through ``_inputs`` (:func:`onnx_inputs`).
 """
 
 from ._inputs import onnx_inputs
