@@ -102,7 +102,7 @@ def parse_scores(scope, estimator, method: str, inputs, custom_parsers=None, log
     through skl2onnx's own parser, the final classifier through a
     ``BernonnxRawScores`` operator. With ``log_odds_from="log_proba"`` the
     scores are each class's log-odds from the model's log-probabilities
-    (``bernonnx.calibration.log_odds_source``). Returns the score variable.
+    (``bernonnx._meta.log_odds_source``). Returns the score variable.
     """
     if isinstance(estimator, FrozenEstimator):
         estimator = estimator.estimator

@@ -118,7 +118,7 @@ def logsumexp(g: GraphWriter, a: str, elem: int = DOUBLE) -> str:
 def one_vs_rest_log_odds(g: GraphWriter, u: str, n_classes: int) -> str:
     """``u_k - logsumexp_{j != k} u_j`` from unnormalised log-probabilities ``u``
     (N, K): each class's log-odds against the rest, exactly as
-    ``bernonnx.calibration.log_odds_from_log_proba``. Two classes: ``[-l, l]``
+    ``bernonnx._meta.log_odds_from_log_proba``. Two classes: ``[-l, l]``
     with ``l = u_1 - u_0``."""
     if n_classes == 2:
         u0, u1 = g.column(u, 0), g.column(u, 1)

@@ -22,7 +22,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from bernonnx import metrics
-from bernonnx.calibration import LOG_ODDS_EPS
+from bernonnx._meta import LOG_ODDS_EPS
 
 #: Environment variable naming the data folder, read when ``--data`` is not given.
 DATA_ENV = "BERNONNX_SHARED_DATA"
