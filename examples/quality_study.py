@@ -1,4 +1,5 @@
-"""Issue 12's quality study: does the default calibrator beat scikit-learn's best?
+"""Quality study: does the default calibrator beat scikit-learn's best?
+====================================================================
 
 Four shared data sets (credit, diabetes, magic, shoppers) x six base models
 (LogisticRegression, LinearSVC, GaussianNB, HistGradientBoosting,
