@@ -1,4 +1,4 @@
-"""FusionClassifier: stacking semantics, invariants, bad input, estimator checks, ONNX parity."""
+"""FusionClassifier: stacking semantics, invariants and bad input (checks: test_common.py)."""
 
 import numpy as np
 import onnx
@@ -17,7 +17,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bernonnx import FusionClassifier, MultivariateBernsteinCalibrator
 from bernonnx.export import check_parity, to_onnx
@@ -159,21 +158,6 @@ def test_other_bad_input():
         FusionClassifier(frozen_pair(X, y)).fit(X, np.where(y == 1, "b", "a"))
     with pytest.raises(NotFittedError):
         small_fusion().predict_proba(X)
-
-
-@parametrize_with_checks(
-    [small_fusion(cv=3)],
-    expected_failed_checks=lambda est: {
-        "check_sample_weight_equivalence_on_dense_data": (
-            "the base models are fitted on cross-validation folds, and repeated rows fall "
-            "into other folds than weighted ones (scikit-learn expects the same failure of "
-            "CalibratedClassifierCV); with frozen base models weights equal repetition: "
-            "test_weights_equal_repetition"
-        )
-    },
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 # ----------------------------------------------------------------------------- ONNX

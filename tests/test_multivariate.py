@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bernonnx import BernsteinCalibrator
 from bernonnx import multivariate as mv
@@ -442,33 +441,3 @@ def test_solver_status_is_checked(monkeypatch):
     monkeypatch.setattr(cp.Problem, "solve", ends_with(cp.INFEASIBLE))
     with pytest.raises(RuntimeError, match="Clarabel.*status 'infeasible'"):
         MultivariateBernsteinCalibrator(degree=2).fit(s, y)
-
-
-# --- scikit-learn's checks ---------------------------------------------------------
-
-_BLOBS = (
-    "asserts accuracy > 0.83 on make_blobs, whose class 1 lies towards lower values of the "
-    "second feature (logistic regression coefficient -3.8): a map increasing in every "
-    "score reaches 0.70 there, and 0.96 with that feature negated"
-)
-_MANY_COLUMNS = (
-    "fits on {} columns: a tensor product of degree >= {} has more than the 2048 supported "
-    "coefficients, and fit says so with a ValueError"
-)
-EXPECTED_FAILURES = {
-    "check_classifiers_train": _BLOBS,
-    "check_sample_weight_equivalence_on_dense_data": _MANY_COLUMNS.format(30, 1)
-    + " [test_weights_equal_repetition]",
-    "check_dtype_object": _MANY_COLUMNS.format(10, 2),
-}
-
-
-@parametrize_with_checks(
-    [
-        MultivariateBernsteinCalibrator(degree=2),
-        MultivariateBernsteinCalibrator(degree=2, loss="log", score_transform="logistic"),
-    ],
-    expected_failed_checks=lambda est: EXPECTED_FAILURES,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
