@@ -6,6 +6,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
+from _scores import make_score_columns as make_scores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
@@ -19,16 +20,6 @@ from bernonnx.multivariate import MultivariateBernsteinCalibrator
 TRANSFORMS = ["quantile", "logistic", "minmax"]
 LOSSES = ["squared", "log"]
 _KEYS = ("shift", "scale", "scale_below", "knots", "levels")
-
-
-def make_scores(n, n_cols=2, seed=0):
-    """Correlated scores of ``n_cols`` classifiers; the truth is increasing in each."""
-    rng = np.random.default_rng(seed)
-    latent = rng.normal(size=n)
-    s = latent[:, None] + rng.normal(scale=0.8, size=(n, n_cols))
-    eta = 2.5 * np.tanh(s[:, 0]) + s[:, 1:].sum(axis=1) / max(n_cols - 1, 1) - 0.5
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-    return s, y
 
 
 def transformed(cal, s):
