@@ -141,7 +141,9 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         "auto": True exactly where the log-odds come from log-probabilities
         (their probabilities saturate; the log-odds keep the ranking, so the
         AUC is unchanged), False otherwise (clipped log-odds of a random
-        forest's probabilities pile up at +-34.5). ``log_odds_`` is the choice.
+        forest's probabilities pile up at +-34.5), and False for a calibrator
+        that takes log-odds itself (``PlattCalibrator(log_odds=True)``).
+        ``log_odds_`` is the choice.
 
     Attributes
     ----------
@@ -235,7 +237,12 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         self.response_method_ = method
         log_odds = self.log_odds
         if log_odds == "auto":
-            log_odds = log_odds_source(estimator, method, True) == "log_proba"
+            # a calibrator that takes probabilities and their log-odds itself
+            # (PlattCalibrator(log_odds=True)) is given the probabilities
+            log_odds = (
+                getattr(calibrator, "log_odds", False) is not True
+                and log_odds_source(estimator, method, True) == "log_proba"
+            )
         self.log_odds_ = log_odds
         fit_kw = dict(fit_params)
         if not frozen:
