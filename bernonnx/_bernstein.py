@@ -22,7 +22,7 @@ pass over the data:
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import comb, expit
+from scipy.special import comb
 
 #: Rows processed at once: bounds the temporary basis matrix to about
 #: ``CHUNK * (2 * degree + 1) * 8`` bytes (about 27 MB at degree 100).
@@ -85,27 +85,89 @@ def bernstein_basis(u: np.ndarray, degree: int, dtype=np.float64) -> np.ndarray:
     return bernstein_basis_t(u, degree, dtype).T
 
 
+def _int_power(x: np.ndarray, n: int) -> np.ndarray:
+    """``x ** n`` for an int ``n >= 0`` by repeated squaring (a few products, no ``pow``)."""
+    out = np.ones_like(x)
+    base = x
+    while n:
+        if n & 1:
+            out = out * base
+        n >>= 1
+        if n:
+            base = base * base
+    return out
+
+
+def _ratio_powers(u: np.ndarray, v: np.ndarray, top: int):
+    """``(T, big, lower)``: ``T[k] = t^k`` (``k = 0..top``) with ``t = min(u, v) / max(u, v)``.
+
+    On the rows where ``u <= v`` (``lower``), ``u^k v^(d-k) = v^d t^k``; on the others
+    ``u^k v^(d-k) = u^d t^(d-k)``. ``t <= 1`` and ``big = max(u, v) >= 1/2``, so nothing
+    overflows and the degree-``d`` basis needs ``top = d`` products of ``t`` and one
+    power of ``big`` instead of ``2d`` powers, ``d`` products and ``d`` binomial
+    scalings: the whole basis is a few passes over the rows plus one matrix product.
+
+    Values below ``1e-120`` are flushed to zero, as :func:`bernstein_basis_t` does and
+    for the same reason (subnormal products are up to 100x slower): ``t`` itself and
+    every row ``T[2^j]``. Between two flushes a survivor at least squares, from
+    ``1e-120`` to ``1e-240``, so no product is ever subnormal.
+    """
+    lower = u <= v
+    big = np.where(lower, v, u)
+    out = np.empty((top + 1, u.shape[0]), dtype=u.dtype)
+    out[0] = 1
+    if top:
+        np.divide(np.where(lower, u, v), big, out=out[1])
+        np.putmask(out[1], out[1] < _FLUSH_BELOW, 0)
+    # flushing cannot change anything when the smallest ratio's top power survives
+    flush = 2 if top and float(out[1].min()) ** top < _FLUSH_BELOW else top + 1
+    for k in range(2, top + 1):
+        np.multiply(out[k - 1], out[1], out=out[k])
+        if k == flush:
+            np.putmask(out[k], out[k] < _FLUSH_BELOW, 0)
+            flush *= 2
+    return out, big, lower
+
+
+def _rows(top: int) -> int:
+    """Rows per chunk: the ``(top + 1) x rows`` table of powers stays near 1 MB (L2)."""
+    return max(256, (1 << 17) // (top + 1))
+
+
+def _chunk_eval(u, v, pair, degree):
+    """``sum_k pair[0, k] u^k v^(d-k)`` on a chunk; ``pair`` is ``[a, a[::-1]]``."""
+    powers, big, lower = _ratio_powers(u, v, degree)
+    both = pair @ powers
+    return _int_power(big, degree) * np.where(lower, both[0], both[1])
+
+
 def bernstein_eval(u: np.ndarray, coef: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
     """Evaluate ``sum_k coef[k] b_{k,d}(u)`` with ``d = len(coef) - 1``.
 
-    Works chunk by chunk so memory stays ``O(CHUNK * d)`` for any ``n``.
+    Works chunk by chunk so memory stays ``O(d)`` chunks of rows for any ``n``.
     The dtype of ``u`` is kept; ``v`` optionally gives ``1 - u`` accurately.
 
     Evaluated as ``coef[0] + sum_k (coef[k] - coef[0]) b_k(u)`` (equal in exact
     arithmetic since the basis sums to one): rounding errors then scale with
     the coefficient differences, not their size, so a nearly flat stretch
-    keeps its small but positive slope in floating point.
+    keeps its small but positive slope in floating point. The sum runs over
+    powers of ``t = min(u, v) / max(u, v)`` (:func:`_ratio_powers`): the same
+    polynomial as the basis sum, a few times faster; with non-decreasing
+    coefficients every term is non-negative, so it is accurate to a few ulp.
     """
     u = np.asarray(u)
     dtype = u.dtype if u.dtype in (np.float32, np.float64) else np.float64
+    u = u.astype(dtype, copy=False)
+    v = 1 - u if v is None else np.asarray(v, dtype=dtype)
     coef = np.asarray(coef, dtype=dtype)
     degree = coef.shape[0] - 1
-    rise = coef - coef[0]
+    rise = (coef - coef[0]) * binomial_row(degree).astype(dtype)
+    pair = np.stack([rise, rise[::-1]])
     out = np.empty(u.shape[0], dtype=dtype)
-    for start in range(0, u.shape[0], CHUNK):
-        stop = start + CHUNK
-        vv = None if v is None else v[start:stop]
-        out[start:stop] = rise @ bernstein_basis_t(u[start:stop], degree, dtype, vv)
+    rows = _rows(degree)
+    for start in range(0, u.shape[0], rows):
+        sl = slice(start, start + rows)
+        out[sl] = _chunk_eval(u[sl], v[sl], pair, degree)
     out += coef[0]
     return out
 
@@ -142,11 +204,18 @@ def moments(
         values = values[:, None] if values.ndim == 1 else values
         cols.append(values * cols[0])
     rhs = np.hstack(cols)
-    out = np.zeros((degree + 1, rhs.shape[1]))
-    for start in range(0, u.shape[0], CHUNK):
-        stop = start + CHUNK
-        out += bernstein_basis_t(u[start:stop], degree) @ rhs[start:stop]
-    return out
+    c = rhs.shape[1]
+    low = np.zeros((degree + 1, c))
+    high = np.zeros((degree + 1, c))
+    rows = _rows(degree)
+    for start in range(0, u.shape[0], rows):
+        sl = slice(start, start + rows)
+        powers, big, lower = _ratio_powers(u[sl], 1.0 - u[sl], degree)
+        scaled = rhs[sl] * _int_power(big, degree)[:, None]
+        both = powers @ np.hstack([scaled * lower[:, None], scaled * ~lower[:, None]])
+        low += both[:, :c]
+        high += both[:, c:]
+    return binomial_row(degree)[:, None] * (low + high[::-1])
 
 
 def gram_from_moments(m2d: np.ndarray, degree: int) -> np.ndarray:
@@ -187,20 +256,44 @@ def logistic_terms(
 ) -> tuple[float, np.ndarray, np.ndarray | None]:
     """Sum of ``w [log(1 + e^eta) - y eta]``, its gradient and Hessian (or ``None``).
 
-    ``eta = b(u)^T coef``; one chunked pass over the rows. The gradient comes
-    almost free with the loss; the Hessian ``sum_i w_i p_i (1 - p_i) b b^T``
-    is the costly part.
+    ``eta = b(u)^T coef``; one chunked pass over the rows, in powers of ``t``
+    (:func:`_ratio_powers`). The Hessian ``sum_i w_i p_i (1 - p_i) b b^T`` is
+    exact and cheap: ``b_j b_k`` depends on ``j + k`` only (up to binomials),
+    so it needs ``2d + 1`` weighted sums of powers, not ``(d + 1)^2`` products
+    per row.
     """
     d = coef.shape[0] - 1
-    f, g = 0.0, np.zeros(d + 1)
-    h = np.zeros((d + 1, d + 1)) if hessian else None
-    for start in range(0, u.shape[0], CHUNK):
-        sl = slice(start, start + CHUNK)
-        basis = bernstein_basis_t(u[sl], d, v=None if v is None else v[sl])
-        eta = coef @ basis
-        p = expit(eta)
-        f += float(weights[sl] @ (np.logaddexp(0.0, eta) - y[sl] * eta))
-        g += basis @ (weights[sl] * (p - y[sl]))
+    v = 1.0 - u if v is None else v
+    binom = binomial_row(d)
+    rise = (coef - coef[0]) * binom
+    pair = np.stack([rise, rise[::-1]])
+    top = 2 * d if hessian else d
+    f = 0.0
+    acc = np.zeros((top + 1, 4 if hessian else 2))
+    rows = _rows(top)
+    for start in range(0, u.shape[0], rows):
+        sl = slice(start, start + rows)
+        powers, big, lower = _ratio_powers(u[sl], v[sl], top)
+        lead = _int_power(big, d)
+        both = pair @ powers[: d + 1]
+        eta = coef[0] + lead * np.where(lower, both[0], both[1])
+        # one exp for the loss and p: e = exp(-|eta|), softplus = max(eta, 0) + log1p(e)
+        e = np.exp(-np.abs(eta))
+        ws, ys = weights[sl], y[sl]
+        f += float(ws @ (np.maximum(eta, 0.0) + np.log1p(e) - ys * eta))
+        p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
+        r = ws * (p - ys) * lead
+        cols = [r * lower, r * ~lower]
         if hessian:
-            h += (basis * (weights[sl] * p * (1.0 - p))) @ basis.T
+            a = ws * p * (1.0 - p) * (lead * lead)
+            cols += [a * lower, a * ~lower]
+        acc += powers @ np.stack(cols, axis=1)
+    # lower rows: b_k = C(d, k) v^d t^k; the others: b_k = C(d, k) u^d t^(d - k)
+    g = binom * (acc[: d + 1, 0] + acc[d::-1, 1])
+    if not hessian:
+        return f, g, None
+    # b_j b_k = C(d, j) C(d, k) big^(2d) t^(j + k) (or t^(2d - j - k)): a Hankel matrix
+    m2 = acc[:, 2] + acc[::-1, 3]
+    idx = np.arange(d + 1)
+    h = np.outer(binom, binom) * m2[idx[:, None] + idx[None, :]]
     return f, g, h
