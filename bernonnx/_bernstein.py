@@ -106,27 +106,45 @@ def _ratio_powers(u: np.ndarray, v: np.ndarray, top: int):
     overflows and the degree-``d`` basis needs ``top = d`` products of ``t`` and one
     power of ``big`` instead of ``2d`` powers, ``d`` products and ``d`` binomial
     scalings: the whole basis is a few passes over the rows plus one matrix product.
+    """
+    lower = u <= v
+    big = np.where(lower, v, u)
+    return _powers(np.where(lower, u, v) / big, top), big, lower
+
+
+def _logistic_ratio_powers(z: np.ndarray, top: int):
+    """:func:`_ratio_powers` at ``u = expit(z)``, ``v = expit(-z)``, from one ``exp``.
+
+    There ``u / v = e^z``: ``t = exp(-|z|)``, ``big = 1 / (1 + t)`` and ``lower``
+    is ``z <= 0``, each to one rounding (``u`` and ``v`` are not formed).
+    """
+    t = np.exp(-np.abs(z))
+    big = 1.0 / (1.0 + t)
+    return _powers(t, top), big, z <= 0
+
+
+def _powers(t: np.ndarray, top: int) -> np.ndarray:
+    """``T[k] = t^k`` for ``k = 0..top`` (``0 <= t <= 1``), shape ``(top + 1, n)``.
 
     Values below ``1e-120`` are flushed to zero, as :func:`bernstein_basis_t` does and
     for the same reason (subnormal products are up to 100x slower): ``t`` itself and
     every row ``T[2^j]``. Between two flushes a survivor at least squares, from
     ``1e-120`` to ``1e-240``, so no product is ever subnormal.
     """
-    lower = u <= v
-    big = np.where(lower, v, u)
-    out = np.empty((top + 1, u.shape[0]), dtype=u.dtype)
+    out = np.empty((top + 1, t.shape[0]), dtype=t.dtype)
     out[0] = 1
-    if top:
-        np.divide(np.where(lower, u, v), big, out=out[1])
-        np.putmask(out[1], out[1] < _FLUSH_BELOW, 0)
+    if not top:
+        return out
+    out[1] = t
+    np.putmask(out[1], out[1] < _FLUSH_BELOW, 0)
     # flushing cannot change anything when the smallest ratio's top power survives
-    flush = 2 if top and float(out[1].min()) ** top < _FLUSH_BELOW else top + 1
+    flush = 2 if float(out[1].min()) ** top < _FLUSH_BELOW else top + 1
     for k in range(2, top + 1):
         np.multiply(out[k - 1], out[1], out=out[k])
         if k == flush:
             np.putmask(out[k], out[k] < _FLUSH_BELOW, 0)
             flush *= 2
-    return out, big, lower
+    return out
 
 
 def _rows(top: int) -> int:
@@ -134,10 +152,16 @@ def _rows(top: int) -> int:
     return max(256, (1 << 17) // (top + 1))
 
 
-def _chunk_eval(u, v, pair, degree):
-    """``sum_k pair[0, k] u^k v^(d-k)`` on a chunk; ``pair`` is ``[a, a[::-1]]``."""
-    powers, big, lower = _ratio_powers(u, v, degree)
-    both = pair @ powers
+def _rise_pair(coef: np.ndarray) -> np.ndarray:
+    """``[a, a[::-1]]`` with ``a_k = C(d, k) (coef[k] - coef[0])``, for :func:`_sum_terms`."""
+    rise = (coef - coef[0]) * binomial_row(coef.shape[0] - 1).astype(coef.dtype)
+    return np.stack([rise, rise[::-1]])
+
+
+def _sum_terms(pair, powers, big, lower):
+    """``sum_k a_k u^k v^(d-k)`` on a chunk from :func:`_ratio_powers`' output."""
+    degree = pair.shape[1] - 1
+    both = pair @ powers[: degree + 1]
     return _int_power(big, degree) * np.where(lower, both[0], both[1])
 
 
@@ -160,14 +184,30 @@ def bernstein_eval(u: np.ndarray, coef: np.ndarray, v: np.ndarray | None = None)
     u = u.astype(dtype, copy=False)
     v = 1 - u if v is None else np.asarray(v, dtype=dtype)
     coef = np.asarray(coef, dtype=dtype)
-    degree = coef.shape[0] - 1
-    rise = (coef - coef[0]) * binomial_row(degree).astype(dtype)
-    pair = np.stack([rise, rise[::-1]])
+    pair = _rise_pair(coef)
     out = np.empty(u.shape[0], dtype=dtype)
-    rows = _rows(degree)
+    rows = _rows(coef.shape[0] - 1)
     for start in range(0, u.shape[0], rows):
         sl = slice(start, start + rows)
-        out[sl] = _chunk_eval(u[sl], v[sl], pair, degree)
+        out[sl] = _sum_terms(pair, *_ratio_powers(u[sl], v[sl], coef.shape[0] - 1))
+    out += coef[0]
+    return out
+
+
+def bernstein_eval_logistic(z: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """:func:`bernstein_eval` at ``u = expit(z)``, ``v = expit(-z)`` (float64).
+
+    The logistic transform's polynomial without forming ``u`` and ``v``: one
+    ``exp`` per score (:func:`_logistic_ratio_powers`) instead of two.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    coef = np.asarray(coef, dtype=np.float64)
+    pair = _rise_pair(coef)
+    out = np.empty(z.shape[0])
+    rows = _rows(coef.shape[0] - 1)
+    for start in range(0, z.shape[0], rows):
+        sl = slice(start, start + rows)
+        out[sl] = _sum_terms(pair, *_logistic_ratio_powers(z[sl], coef.shape[0] - 1))
     out += coef[0]
     return out
 
@@ -205,17 +245,32 @@ def moments(
         cols.append(values * cols[0])
     rhs = np.hstack(cols)
     c = rhs.shape[1]
-    low = np.zeros((degree + 1, c))
-    high = np.zeros((degree + 1, c))
-    rows = _rows(degree)
+    half = (degree + 1) // 2
+    acc = np.zeros((2 * half + 1, 2 * c))
+    rows = _rows(half)
     for start in range(0, u.shape[0], rows):
         sl = slice(start, start + rows)
-        powers, big, lower = _ratio_powers(u[sl], 1.0 - u[sl], degree)
+        powers, big, lower = _ratio_powers(u[sl], 1.0 - u[sl], half)
         scaled = rhs[sl] * _int_power(big, degree)[:, None]
-        both = powers @ np.hstack([scaled * lower[:, None], scaled * ~lower[:, None]])
-        low += both[:, :c]
-        high += both[:, c:]
-    return binomial_row(degree)[:, None] * (low + high[::-1])
+        cols = np.empty((scaled.shape[0], 2 * c))
+        np.multiply(scaled, lower[:, None], out=cols[:, :c])
+        np.subtract(scaled, cols[:, :c], out=cols[:, c:])
+        acc += _power_sums(powers, cols)
+    # lower rows: b_l = C(D, l) v^D t^l; the others: b_l = C(D, l) u^D t^(D - l)
+    return binomial_row(degree)[:, None] * (acc[: degree + 1, :c] + acc[degree::-1, c:])
+
+
+def _power_sums(powers: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``S[l] = sum_i t_i^l cols[i]`` for ``l = 0..2h`` from ``powers`` up to ``h``.
+
+    The upper half reuses the table: ``t^(h + j) = t^h t^j``, one more matrix
+    product instead of ``h`` more rows of powers.
+    """
+    half = powers.shape[0] - 1
+    out = np.empty((2 * half + 1, cols.shape[1]))
+    out[: half + 1] = powers @ cols
+    out[half + 1 :] = powers[1:] @ (cols * powers[half][:, None])
+    return out
 
 
 def gram_from_moments(m2d: np.ndarray, degree: int) -> np.ndarray:
@@ -265,29 +320,35 @@ def logistic_terms(
     d = coef.shape[0] - 1
     v = 1.0 - u if v is None else v
     binom = binomial_row(d)
-    rise = (coef - coef[0]) * binom
-    pair = np.stack([rise, rise[::-1]])
-    top = 2 * d if hessian else d
+    pair = _rise_pair(coef)
     f = 0.0
-    acc = np.zeros((top + 1, 4 if hessian else 2))
-    rows = _rows(top)
+    acc = np.zeros((d + 1, 2))
+    if hessian:
+        acc = np.zeros((2 * d + 1, 4))
+    rows = _rows(d)
     for start in range(0, u.shape[0], rows):
         sl = slice(start, start + rows)
-        powers, big, lower = _ratio_powers(u[sl], v[sl], top)
+        powers, big, lower = _ratio_powers(u[sl], v[sl], d)
         lead = _int_power(big, d)
-        both = pair @ powers[: d + 1]
-        eta = coef[0] + lead * np.where(lower, both[0], both[1])
+        both = pair @ powers
+        eta = coef[0] + lead * np.where(lower, both[0], both[1])  # _sum_terms, lead kept
         # one exp for the loss and p: e = exp(-|eta|), softplus = max(eta, 0) + log1p(e)
         e = np.exp(-np.abs(eta))
         ws, ys = weights[sl], y[sl]
         f += float(ws @ (np.maximum(eta, 0.0) + np.log1p(e) - ys * eta))
         p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
+        cols = np.empty((eta.shape[0], 4 if hessian else 2))
         r = ws * (p - ys) * lead
-        cols = [r * lower, r * ~lower]
+        np.multiply(r, lower, out=cols[:, 0])
+        np.subtract(r, cols[:, 0], out=cols[:, 1])
         if hessian:
             a = ws * p * (1.0 - p) * (lead * lead)
-            cols += [a * lower, a * ~lower]
-        acc += powers @ np.stack(cols, axis=1)
+            np.multiply(a, lower, out=cols[:, 2])
+            np.subtract(a, cols[:, 2], out=cols[:, 3])
+            acc[: d + 1, :2] += powers @ cols[:, :2]
+            acc[:, 2:] += _power_sums(powers, cols[:, 2:])
+        else:
+            acc += powers @ cols
     # lower rows: b_k = C(d, k) v^d t^k; the others: b_k = C(d, k) u^d t^(d - k)
     g = binom * (acc[: d + 1, 0] + acc[d::-1, 1])
     if not hessian:

@@ -310,10 +310,14 @@ def fit_squared(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) ->
 FITS = {"log": fit_log, "squared": fit_squared}
 
 
-def predict(basis: Basis, u: np.ndarray, v: np.ndarray, coef: np.ndarray, loss: str):
+def link(eta: np.ndarray, loss: str) -> np.ndarray:
     """Probability of the positive class: ``expit(eta)`` (log) or ``clip(eta, 0, 1)``."""
-    eta = basis.eta(u, v, coef)
     return expit(eta) if loss == "log" else np.clip(eta, 0.0, 1.0)
+
+
+def predict(basis: Basis, u: np.ndarray, v: np.ndarray, coef: np.ndarray, loss: str):
+    """Probability of the positive class at the points (:func:`link` of the polynomial)."""
+    return link(basis.eta(u, v, coef), loss)
 
 
 # --------------------------------------------------------------------------

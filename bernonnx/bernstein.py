@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ._base import OneScoreMixin
+from ._bernstein import bernstein_eval_logistic
 from ._newton import (
     AUTO_DEGREES,
     CURVE,
@@ -18,10 +19,16 @@ from ._newton import (
     box,
     constant_level,
     fit_degree,
-    predict,
+    link,
 )
 from ._qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
-from ._transforms import apply_transform, fit_transform_params, rescale, score_exponent
+from ._transforms import (
+    apply_transform,
+    fit_transform_params,
+    logistic_z,
+    rescale,
+    score_exponent,
+)
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
 
 __all__ = ["BernsteinCalibrator"]
@@ -204,7 +211,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         for key in TRANSFORM_KEYS:
             if key in params:
                 setattr(self, key + "_", params[key])
-        u, _ = apply_transform(self.score_transform, s, params)
+        u, _ = apply_transform(self.score_transform, s, params, with_v=False)
 
         lo, hi = box(self.loss, float(self.logit_bound))
         if np.ptp(u) == 0:
@@ -236,5 +243,9 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         s = predict_scores(self, X)
         params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}
         scaled = rescale(s, getattr(self, "score_exponent_", 0))
-        u, v = apply_transform(self.score_transform, scaled, params)
-        return predict(CURVE, u, v, self.coef_, self.loss).astype(s.dtype, copy=False)
+        if self.score_transform == "logistic":
+            # u^k v^(d-k) from exp(-|z|) alone: the same polynomial, one exp per score
+            eta = bernstein_eval_logistic(logistic_z(scaled, params), self.coef_)
+        else:
+            eta = CURVE.eta(*apply_transform(self.score_transform, scaled, params), self.coef_)
+        return link(eta, self.loss).astype(s.dtype, copy=False)
