@@ -129,7 +129,9 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     ``[L, U] = [-15, 15]``. Only ``d + 1`` unknowns: the least-squares data
     enter through ``2d + 1`` basis moments computed in one pass; the logistic
     fit runs a projected Newton method on at most ``2^15`` binned points, then
-    polishes with exact Newton passes over all rows.
+    polishes with exact passes over all rows (loss and gradient of the rows,
+    Hessian of the bins) until the predicted decrease is below ``1e-12`` of
+    the loss.
 
     Constant scores cannot be ranked: the transform becomes constant and the
     calibrator predicts the weighted base rate.
