@@ -99,8 +99,8 @@ def _slope(rise: float, spread: float) -> float:
     if not spread > 0:
         return 0.0
     # compared before dividing: a subnormal spread (scores 1e-308 apart) would
-    # overflow the quotient
-    if rise >= _MAX_SLOPE * spread:
+    # overflow the quotient, and _MAX_SLOPE * spread overflows from spread 1.8e8
+    if spread <= rise / _MAX_SLOPE:
         return _MAX_SLOPE
     return float(rise / spread)
 
