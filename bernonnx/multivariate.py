@@ -18,7 +18,6 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from ._base import PositiveProbaMixin
 from ._newton import (
@@ -32,6 +31,7 @@ from ._newton import (
     constant_level,
     fit_degree,
     predict,
+    single_blas_thread,
 )
 from ._qp import Lattice
 from ._transforms import apply_transform, fit_transform_params, rescale, score_exponent
@@ -317,7 +317,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         # small eigen-decompositions (as in BernsteinCalibrator): measured 1.0 s
         # vs 0.016 s for eigh at 256 coefficients with two threads on a busy
         # 2-core machine
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             index, self.coef_, fold_losses = fit_degree(
                 TENSOR, Points(u, v, target, w), lattices, self.loss, self.n_folds
             )
@@ -339,6 +339,6 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         check_is_fitted(self)
         s = self._validate_scores(X)
         u, v = self._transform(rescale(s, getattr(self, "score_exponent_", 0)))
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             p = predict(TENSOR, u, v, self.coef_, self.loss)
         return p.astype(s.dtype, copy=False)
