@@ -99,7 +99,7 @@ def _slope(rise: float, spread: float) -> float:
     if not spread > 0:
         return 0.0
     # compared before dividing: a subnormal spread (scores 1e-308 apart) would
-    # overflow the quotient (and _MAX_SLOPE * spread overflows for wide spreads)
+    # overflow the quotient, and _MAX_SLOPE * spread overflows from spread 1.8e8
     if spread <= rise / _MAX_SLOPE:
         return _MAX_SLOPE
     return float(rise / spread)
@@ -151,25 +151,44 @@ def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int =
     raise ValueError(f"transform must be one of {TRANSFORMS}, got {kind!r}")
 
 
-def apply_transform(kind: str, s: np.ndarray, params: dict) -> tuple[np.ndarray, np.ndarray]:
+def logistic_z(s: np.ndarray, params: dict) -> np.ndarray:
+    """``z`` of the logistic transform, ``u = expit(z)``: two slopes around ``shift``.
+
+    Products may overflow to +-inf (never NaN: the difference is clipped to a
+    finite value first); ``expit`` sends +-inf to its limits 0 and 1.
+    """
+    with np.errstate(over="ignore"):
+        d = np.subtract(s, params["shift"])
+        np.minimum(d, _MAX_DIFF, out=d)
+        np.maximum(d, -_MAX_DIFF, out=d)
+        z = np.maximum(d, 0.0)
+        z *= params["scale"]
+        np.minimum(d, 0.0, out=d)
+        d *= params["scale_below"]
+        z += d
+    return z
+
+
+def apply_transform(
+    kind: str, s: np.ndarray, params: dict, with_v: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Map scores to ``(u, v)`` with ``u`` in ``[0, 1]`` and ``v = 1 - u``; float64.
 
     ``v`` is computed on its own where that is more accurate: for the
     logistic transform ``v = expit(-z) = 1 / (1 + exp(z))``, which keeps full relative
     precision where ``u`` rounds to 1, so scores far in the upper tail stay
-    distinct after calibration.
+    distinct after calibration. ``with_v=False`` returns ``(u, None)``.
     """
     s = np.asarray(s, dtype=np.float64)
     if kind == "quantile":
         knots, levels = params["knots"], params["levels"]
         u = np.zeros_like(s) if knots.shape[0] == 1 else np.interp(s, knots, levels)
-        return u, 1.0 - u
-    # products may overflow to +-inf (never NaN: d is finite); the maps below
-    # send +-inf to their limits 0 and 1
-    with np.errstate(over="ignore"):
-        d = np.clip(s - params["shift"], -_MAX_DIFF, _MAX_DIFF)
-        if kind == "minmax":
+    elif kind == "minmax":
+        # a product may overflow to +-inf (never NaN: d is finite); clip maps it to 0 or 1
+        with np.errstate(over="ignore"):
+            d = np.clip(s - params["shift"], -_MAX_DIFF, _MAX_DIFF)
             u = np.clip(d * params["scale"], 0.0, 1.0)
-            return u, 1.0 - u
-        z = np.maximum(d, 0.0) * params["scale"] + np.minimum(d, 0.0) * params["scale_below"]
-        return expit(z), expit(-z)
+    else:
+        z = logistic_z(s, params)
+        return expit(z), expit(-z) if with_v else None
+    return u, (1.0 - u) if with_v else None
