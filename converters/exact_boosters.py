@@ -92,6 +92,8 @@ def _xgboost_trees(model):
     for tree, group in zip(dump["trees"][:n_trees], dump["tree_info"][:n_trees], strict=True):
         if any(int(t) != 0 for t in tree["split_type"]):
             raise NotImplementedError("categorical splits of XGBoost")
+        if int(tree["tree_param"].get("size_leaf_vector", 1)) > 1:
+            raise NotImplementedError("XGBoost vector-leaf trees (multi_strategy)")
         left = np.asarray(tree["left_children"], dtype=np.int64)
         conditions = np.asarray(tree["split_conditions"], dtype=np.float32)
         trees.append(
@@ -128,6 +130,8 @@ def _lightgbm_trees(model):
         n_trees = best * per_iteration
     trees, values = [], []
     for k, info in enumerate(dump["tree_info"][:n_trees]):
+        if info.get("is_linear"):
+            raise NotImplementedError("LightGBM linear trees")
         tree, column = _lightgbm_tree(info["tree_structure"], k % per_iteration, per_iteration)
         trees.append(tree)
         values.append(column)
@@ -142,6 +146,8 @@ def _lightgbm_tree(root: dict, group: int, n_classes: int):
     def visit(node):
         index = len(nodes)
         nodes.append(None)
+        if "leaf_coeff" in node:
+            raise NotImplementedError("LightGBM linear trees")
         if "leaf_value" in node or "split_index" not in node:
             nodes[index] = (-1, -1, 0, 0.0, 0, float(node.get("leaf_value", 0.0)))
             return index
