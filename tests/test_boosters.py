@@ -25,7 +25,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from bernonnx import CalibratedClassifier
+from bernonnx import CalibratedClassifier, FusionClassifier
 from bernonnx._meta import response_scores
 from bernonnx.export import check_parity, to_onnx
 
@@ -94,11 +94,14 @@ def test_default_score_is_the_raw_margin(name, n_classes):
 # --------------------------------------------------------------------------- generated data
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "dtype, mode",
+    # 3-fold float64 runs on the shared data below
+    [(np.float32, "prefit"), (np.float64, "prefit"), (np.float32, "kfold")],
+)
 @pytest.mark.parametrize("name", ["XGBoost", "LightGBM"])
 @pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("mode", ["prefit", "kfold"])
-def test_exact_with_missing_values(dtype, name, n_classes, mode):
+def test_exact_with_missing_values(dtype, mode, name, n_classes):
     X, y = _data(n_classes, nan_every=7)
     X = X.astype(dtype)
     base = _boosters()[name]
@@ -169,6 +172,15 @@ def test_pipeline_and_early_stopping():
     lgbm = make_pipeline(StandardScaler(), _boosters()["LightGBM"])
     clf = CalibratedClassifier(lgbm, cv=3).fit(X[:3000], y[:3000])
     _assert_exact(clf, X[3000:], np.float32)
+
+
+def test_fusion_of_both_exports_exactly():
+    X, y = _data(2)
+    bases = [(n, FrozenEstimator(m.fit(X[:1500], y[:1500]))) for n, m in _boosters().items()]
+    fusion = FusionClassifier(bases).fit(X[1500:2500], y[1500:2500])
+    assert fusion.response_methods_ == ["decision_function", "decision_function"]
+    result = check_parity(fusion, to_onnx(fusion, X[:5], dtype=np.float64), X[2500:])
+    assert result["passed"], result
 
 
 @pytest.mark.parametrize("name", ["XGBoost", "LightGBM"])
