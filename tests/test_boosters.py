@@ -25,7 +25,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from bernonnx import CalibratedClassifier, FusionClassifier
+from bernonnx import CalibratedClassifier, FusionClassifier, MultivariateBernsteinCalibrator
 from bernonnx._meta import response_scores
 from bernonnx.export import check_parity, to_onnx
 
@@ -177,7 +177,8 @@ def test_pipeline_and_early_stopping():
 def test_fusion_of_both_exports_exactly():
     X, y = _data(2)
     bases = [(n, FrozenEstimator(m.fit(X[:1500], y[:1500]))) for n, m in _boosters().items()]
-    fusion = FusionClassifier(bases).fit(X[1500:2500], y[1500:2500])
+    fusion = FusionClassifier(bases, MultivariateBernsteinCalibrator(degree=4))
+    fusion.fit(X[1500:2500], y[1500:2500])
     assert fusion.response_methods_ == ["decision_function", "decision_function"]
     result = check_parity(fusion, to_onnx(fusion, X[:5], dtype=np.float64), X[2500:])
     assert result["passed"], result
