@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import sys
 from pathlib import Path
 
@@ -39,6 +38,7 @@ import skl2onnx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
+from _harness import load_average, md_table  # noqa: E402
 from _realdata import BASE_MODELS, DEFAULT_DATA_DIR, Cell, fit_cell  # noqa: E402
 from onnx_serving import make_session, time_calls  # noqa: E402
 
@@ -94,11 +94,17 @@ def main(argv=None) -> int:
         else list(BASE_MODELS)
     )
     rows, warmup, repeats = (300, 100, 3) if args.quick else (1000, 200, 7)
-    lines = [
-        "| base model | base alone (skl2onnx): batch-1 | ours: batch-1 | base: rows/s at 100k "
-        "| ours: rows/s at 100k | ours ÷ base | max \\|p − python\\| | ≥ 50%? |",
-        "|---|---|---|---|---|---|---|---|",
+    headers = [
+        "base model",
+        "base alone (skl2onnx): batch-1",
+        "ours: batch-1",
+        "base: rows/s at 100k",
+        "ours: rows/s at 100k",
+        "ours ÷ base",
+        "max \\|p − python\\|",
+        "≥ 50%?",
     ]
+    lines = []
     for name in models:
         print(f"[exact_serving] {name}", file=sys.stderr, flush=True)
         cell = Cell("credit", name, "float32")
@@ -136,12 +142,7 @@ def main(argv=None) -> int:
             cells = [base_note, f"{o_lat:.1f} µs", "—", ""]
             verdict, ratio_text = "—", "—"
         cells[3] = f"{o_thr / 1e6:.2f} M"
-        lines.append(
-            f"| {name} | "
-            + " | ".join(cells)
-            + f" | {ratio_text} | {report['max_abs_error']:.1e} | {verdict} |"
-        )
-    load = os.getloadavg()
+        lines.append([name, *cells, ratio_text, f"{report['max_abs_error']:.1e}", verdict])
     text = "\n".join(
         [
             "# Serving cost of the exact export (`python benchmarks/exact_serving.py`)",
@@ -149,9 +150,9 @@ def main(argv=None) -> int:
             f"{datetime.date.today()}, onnxruntime {ort.__version__}, skl2onnx "
             f"{skl2onnx.__version__}, one thread, float32 graphs, credit data "
             f"(StandardScaler, 24 inputs), 7,500 test rows; load average at the end "
-            f"{load[0]:.2f}.",
+            f"{load_average()}.",
             "",
-            *lines,
+            md_table(headers, lines),
             "",
         ]
     )

@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 import sklearn
+from _harness import md_table
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
@@ -195,55 +196,91 @@ def slope(ns: Sequence[int], times: Sequence[float]) -> float:
 
 
 def fixed_table(rows: list[dict]) -> str:
-    lines = [
-        "| M | degrees | loss | n | coefficients | fit (s) | peak MB | vs 1-D Bernstein: "
-        "time / memory | vs LR stacking: time / memory |",
-        "|---|---|---|---|---|---|---|---|---|",
+    headers = [
+        "M",
+        "degrees",
+        "loss",
+        "n",
+        "coefficients",
+        "fit (s)",
+        "peak MB",
+        "vs 1-D Bernstein: time / memory",
+        "vs LR stacking: time / memory",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['M']} | {r['degrees']} | {r['loss']} | {r['n']:.0e} | {r['coef']:,} "
-            f"| {r['ours_s']:.3f} | {r['ours_mb']:.1f} "
-            f"| {r['ours_s'] / r['one_d_s']:.1f}x / {r['ours_mb'] / r['one_d_mb']:.1f}x "
-            f"| {r['ours_s'] / r['lr_s']:.1f}x / {r['ours_mb'] / r['lr_mb']:.1f}x |"
-        )
-    return "\n".join(lines)
+    lines = [
+        [
+            r["M"],
+            r["degrees"],
+            r["loss"],
+            f"{r['n']:.0e}",
+            f"{r['coef']:,}",
+            f"{r['ours_s']:.3f}",
+            f"{r['ours_mb']:.1f}",
+            f"{r['ours_s'] / r['one_d_s']:.1f}x / {r['ours_mb'] / r['one_d_mb']:.1f}x",
+            f"{r['ours_s'] / r['lr_s']:.1f}x / {r['ours_mb'] / r['lr_mb']:.1f}x",
+        ]
+        for r in rows
+    ]
+    return md_table(headers, lines)
 
 
 def slope_table(rows: list[dict]) -> str:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["M"], r["degrees"], r["loss"]), []).append(r)
-    lines = [
-        "| M | degrees | loss | n range | slope of log(time) vs log(n), all n | slope between "
-        "the two largest n | time ratio, largest / smallest n |",
-        "|---|---|---|---|---|---|---|",
+    headers = [
+        "M",
+        "degrees",
+        "loss",
+        "n range",
+        "slope of log(time) vs log(n), all n",
+        "slope between the two largest n",
+        "time ratio, largest / smallest n",
     ]
+    lines = []
     for (m_axes, degrees, loss), rs in groups.items():
         if len(rs) < 2:
             continue
         ns, ts = [r["n"] for r in rs], [r["ours_s"] for r in rs]
         lines.append(
-            f"| {m_axes} | {degrees} | {loss} | {min(ns):.0e} .. {max(ns):.0e} "
-            f"| {slope(ns, ts):.2f} | {slope(ns[-2:], ts[-2:]):.2f} "
-            f"| {ts[-1] / ts[0]:.1f}x for {ns[-1] / ns[0]:.0f}x rows |"
+            [
+                m_axes,
+                degrees,
+                loss,
+                f"{min(ns):.0e} .. {max(ns):.0e}",
+                f"{slope(ns, ts):.2f}",
+                f"{slope(ns[-2:], ts[-2:]):.2f}",
+                f"{ts[-1] / ts[0]:.1f}x for {ns[-1] / ns[0]:.0f}x rows",
+            ]
         )
-    return "\n".join(lines)
+    return md_table(headers, lines)
 
 
 def auto_table(rows: list[dict]) -> str:
-    lines = [
-        "| M | loss | n | degrees chosen | fit (s) | peak MB | vs 1-D Bernstein (auto): time "
-        "/ memory | vs LR stacking: time |",
-        "|---|---|---|---|---|---|---|---|",
+    headers = [
+        "M",
+        "loss",
+        "n",
+        "degrees chosen",
+        "fit (s)",
+        "peak MB",
+        "vs 1-D Bernstein (auto): time / memory",
+        "vs LR stacking: time",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['M']} | {r['loss']} | {r['n']:.0e} | {r['degrees']} | {r['ours_s']:.2f} "
-            f"| {r['ours_mb']:.1f} | {r['ours_s'] / r['one_d_s']:.1f}x / "
-            f"{r['ours_mb'] / r['one_d_mb']:.1f}x | {r['ours_s'] / r['lr_s']:.0f}x |"
-        )
-    return "\n".join(lines)
+    lines = [
+        [
+            r["M"],
+            r["loss"],
+            f"{r['n']:.0e}",
+            r["degrees"],
+            f"{r['ours_s']:.2f}",
+            f"{r['ours_mb']:.1f}",
+            f"{r['ours_s'] / r['one_d_s']:.1f}x / {r['ours_mb'] / r['one_d_mb']:.1f}x",
+            f"{r['ours_s'] / r['lr_s']:.0f}x",
+        ]
+        for r in rows
+    ]
+    return md_table(headers, lines)
 
 
 def header(argv: Sequence[str], quick: bool, loads: tuple[float, float]) -> list[str]:

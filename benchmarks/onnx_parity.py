@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import skl2onnx
+from _harness import md_table
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.ensemble import (
@@ -99,12 +100,10 @@ def main(argv=None) -> int:
         "float64 graph",
         "base alone, skl2onnx float32",
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # SVC probA_/probB_ deprecation
-        for n_classes in (2, 3):
-            lines += ["| " + " | ".join(row) + " |" for row in rows(n_classes)]
-    text = "\n".join(lines) + "\n"
+        table = [row for n_classes in (2, 3) for row in rows(n_classes)]
+    text = md_table(header, table) + "\n"
     print(text)
     args.out.write_text(text)
     return 0

@@ -40,7 +40,6 @@ The markdown report is printed on stdout and written to ``benchmarks/onnx_result
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import json
 import os
@@ -67,6 +66,7 @@ import bernonnx
 
 # seed 000's data, split and pipeline, shared with the diabetes study
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from _harness import Verdicts, load_average, md_table, now  # noqa: E402
 from diabetes_study import DATA_FILE, load_splits, make_pipeline  # noqa: E402
 
 from bernonnx import CalibratedClassifier, IsotonicCalibrator
@@ -362,33 +362,21 @@ def profile_nodes(graph: Graph, feeds: Sequence[dict]) -> dict[str, dict]:
 # ---------------------------------------------------------------------------- report
 
 
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def verdict(ok: bool) -> str:
-    return "**PASS**" if ok else "**FAIL**"
-
-
-def header(cfg: Config, load_start: tuple[float, float, float], n_rows: dict) -> str:
+def header(cfg: Config, load_start: str, n_rows: dict) -> str:
     return "\n".join(
         [
             f"# bernonnx ONNX serving benchmark ({cfg.name} run)",
             "",
             f"- Command: `{shlex.join(['python', *sys.argv])}`",
-            f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+            f"- Date: {now()}",
             f"- Machine: {platform.platform()}, {platform.machine()}, "
             f"{cpu_model()}, os.cpu_count() = {os.cpu_count()}",
             f"- Python {platform.python_version()}; bernonnx {bernonnx.__version__}, "
             f"onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
             f"skl2onnx {skl2onnx.__version__}, scikit-learn {sklearn.__version__}, "
             f"numpy {np.__version__}, pandas {pd.__version__}",
-            "- Load average (1 / 5 / 15 min) at start: "
-            + " / ".join(f"{x:.2f}" for x in load_start)
-            + "; at end: "
-            + " / ".join(f"{x:.2f}" for x in os.getloadavg())
+            f"- Load average (1 / 5 / 15 min) at start: {load_start}; at end: "
+            + load_average()
             + " (the machine may be shared: compare the ratios, measured in one run)",
             f"- Data: seed 000's diabetes setup, `{DATA_FILE}`"
             + (f" (stratified subsample of {cfg.max_rows:,} rows)" if cfg.max_rows else "")
@@ -616,10 +604,10 @@ def profile_section(
 
 
 def summary(checks: list[tuple[str, bool]]) -> str:
-    met = sum(ok for _, ok in checks)
-    return f"## Summary: {met} of {len(checks)} targets met\n\n" + md_table(
-        ["target", "result"], [[text, verdict(ok)] for text, ok in checks]
-    )
+    verdicts = Verdicts()
+    for text, ok in checks:
+        verdicts.check(text, ok)
+    return verdicts.summary().rstrip("\n")
 
 
 # ---------------------------------------------------------------------------- main
@@ -640,7 +628,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
 
-    start, load_start = time.perf_counter(), os.getloadavg()
+    start, load_start = time.perf_counter(), load_average()
     progress(f"{cfg.name} run: loading data and fitting")
     X_train, y_train, X_cal, y_cal, X_test, _ = load_splits(args.data_dir, cfg.max_rows)
     n_rows = {"train": len(X_train), "cal": len(X_cal), "test": len(X_test)}

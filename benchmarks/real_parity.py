@@ -63,6 +63,8 @@ import sklearn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import _realdata as rd  # noqa: E402
+from _harness import md_table  # noqa: E402
+from _parity import PROMISED, tolerance  # noqa: E402
 
 import bernonnx  # noqa: E402
 
@@ -116,12 +118,6 @@ def _labels(row) -> str:
     return "identical" if n == 0 else f"{n:,} differ"
 
 
-def _table(header: list[str], lines: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(line) + " |" for line in lines]
-    return "\n".join(out)
-
-
 def summary_table(results: pd.DataFrame) -> str:
     """Worst error per base model and dtype over every data set and mode; rows above tol."""
     lines = []
@@ -148,10 +144,10 @@ def summary_table(results: pd.DataFrame) -> str:
     header = ["base model"]
     for dtype in DTYPES:
         header += [
-            f"{dtype}: worst \\|Δp\\|; rows > {rd.TOLERANCE[dtype]:g}",
+            f"{dtype}: worst \\|Δp\\|; rows > {tolerance(dtype, PROMISED):g}",
             f"{dtype} cells failing",
         ]
-    return _table(header, lines)
+    return md_table(header, lines)
 
 
 def full_table(results: pd.DataFrame) -> str:
@@ -185,7 +181,7 @@ def full_table(results: pd.DataFrame) -> str:
         "export s",
         "failure",
     ]
-    return _table(header, lines)
+    return md_table(header, lines)
 
 
 def _git_commit() -> str:

@@ -35,7 +35,6 @@ The markdown report is printed on stdout and written to ``benchmarks/results.md`
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import json
 import os
@@ -55,12 +54,23 @@ import numpy as np
 import scipy
 import sklearn
 import threadpoolctl
+from _harness import (
+    Verdicts,
+    fmt_ratio,
+    fmt_time,
+    git_revision,
+    machine,
+    md_table,
+    now,
+    time_calls,
+)
 from scipy.stats import binom
 from sklearn.isotonic import IsotonicRegression
 
 import bernonnx
 from bernonnx import BernsteinCalibrator
 from bernonnx.bernstein import AUTO_DEGREES
+from bernonnx.metrics import expected_calibration_error, log_loss
 
 SEED = 0
 DEGREE = 20
@@ -135,14 +145,14 @@ def timeit_median(
     At least ``repeat`` calls, more (up to ``max_repeat``) until ``min_seconds`` have been
     spent, so short timings on a shared machine get more samples.
     """
-    if warmup:
-        fn()
-    times: list[float] = []
-    while len(times) < repeat or (sum(times) < min_seconds and len(times) < max_repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return time_calls(
+        fn,
+        repeat,
+        warmup=int(warmup),
+        stat="median",
+        min_seconds=min_seconds,
+        max_repeat=max_repeat,
+    )
 
 
 def traced_peak(fn: Callable[[], object]) -> float:
@@ -278,42 +288,16 @@ def run_child(method: str, loss: str, n: int, repeat: int) -> dict | None:
 # ---------------------------------------------------------------------------- formatting
 
 
-def fmt_time(seconds: float) -> str:
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds:.2f} s"
-
-
 def fmt_mb(nbytes: float) -> str:
     return f"{nbytes / MB:.1f} MB"
 
 
-def fmt_ratio(r: float) -> str:
-    return f"{r:.2f}×" if r < 10 else f"{r:.3g}×" if r < 100 else f"{r:.0f}×"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "**FAIL**"
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-class Report:
+class Report(Verdicts):
     """Collects markdown sections and the PASS/FAIL of every target."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.sections: list[str] = []
-        self.checks: list[tuple[str, bool]] = []
-
-    def check(self, name: str, ok: bool) -> str:
-        self.checks.append((name, ok))
-        return verdict(ok)
 
     def add(self, title: str, text: str, table: str) -> None:
         self.sections.append(f"## {title}\n\n{text}\n\n{table}\n")
@@ -534,18 +518,6 @@ def table_auto(cfg: Config, rep: Report) -> None:
     )
 
 
-def ece(y: np.ndarray, p: np.ndarray, n_bins: int = 10) -> float:
-    """L1 expected calibration error over ``n_bins`` equal-width bins of ``p``."""
-    b = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
-    gap = np.bincount(b, weights=p, minlength=n_bins) - np.bincount(b, weights=y, minlength=n_bins)
-    return float(np.abs(gap).sum() / p.shape[0])  # = sum_bins share * |mean p - rate|
-
-
-def log_loss(y: np.ndarray, p: np.ndarray) -> float:
-    p = np.clip(p, 1e-15, 1 - 1e-15)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
-
-
 def table_robustness(cfg: Config, rep: Report) -> None:
     n = cfg.robust_n
     half = n // 2
@@ -558,7 +530,8 @@ def table_robustness(cfg: Config, rep: Report) -> None:
         for s, y in data:
             fitted.append(model.fit(s[:half], y[:half]))
             p = predict(fitted[-1], s[half:])
-            cells += [f"{ece(y[half:], p):.4f}", f"{log_loss(y[half:], p):.4f}"]
+            ece = expected_calibration_error(y[half:], p, n_bins=10)
+            cells += [f"{ece:.4f}", f"{log_loss(y[half:], p, eps=1e-15):.4f}"]
             model = sklearn.clone(model)
         return cells, fitted
 
@@ -578,8 +551,9 @@ def table_robustness(cfg: Config, rep: Report) -> None:
         f"n = {n:.0e}: fit on the first half, ECE and log loss on the held-out second half. "
         "Heavy-tailed: 1% of the scores multiplied by 30 after drawing the labels (far-out "
         "margins, as from a linear SVM); clean: the same generator without outliers, for "
-        "contrast. ECE: 10 equal-width bins of the predicted probability, sum over non-empty "
-        "bins of (share of rows) × |mean predicted − positive rate|. Log loss clips p to "
+        "contrast. ECE: `bernonnx.metrics.expected_calibration_error`, 10 equal-width bins "
+        "of the predicted probability, sum over non-empty bins of (share of rows) × |mean "
+        "predicted − positive rate|. Log loss: `bernonnx.metrics.log_loss` with p clipped to "
         "[1e-15, 1 − 1e-15] (isotonic can predict exact 0 or 1). "
         "Chosen degree: heavy / clean. No target: lower is better.",
         md_table(
@@ -601,14 +575,6 @@ def table_robustness(cfg: Config, rep: Report) -> None:
 # ---------------------------------------------------------------------------- report
 
 
-def git_revision() -> str:
-    try:
-        cmd = ["git", "-C", str(HERE), "describe", "--always", "--dirty"]
-        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def header(cfg: Config, load: tuple[float, float, float]) -> str:
     pools = sorted(threadpoolctl.threadpool_info(), key=lambda p: p["filepath"])
     blas = "; ".join(
@@ -620,9 +586,8 @@ def header(cfg: Config, load: tuple[float, float, float]) -> str:
         f"# bernonnx benchmarks ({cfg.name} run)",
         "",
         f"- Command: `{shlex.join(['python', *sys.argv])}`",
-        f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"- Machine: {platform.platform()}, {platform.machine()}, "
-        f"os.cpu_count() = {os.cpu_count()}",
+        f"- Date: {now()}",
+        f"- Machine: {machine()}",
         f"- Python {platform.python_version()} ({sys.executable})",
         f"- bernonnx {bernonnx.__version__} (git {git_revision()}), numpy {np.__version__}, "
         f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, cvxpy {cp.__version__}",
@@ -634,16 +599,6 @@ def header(cfg: Config, load: tuple[float, float, float]) -> str:
         "(the machine may be shared: compare ratios, not absolute times)",
     ]
     return "\n".join(lines)
-
-
-def summary(rep: Report) -> str:
-    rows = [[name, verdict(ok)] for name, ok in rep.checks]
-    failed = sum(not ok for _, ok in rep.checks)
-    return (
-        f"## Summary: {len(rep.checks) - failed} of {len(rep.checks)} targets met\n\n"
-        + md_table(["target", "result"], rows)
-        + "\n"
-    )
 
 
 TABLES = (
@@ -684,7 +639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table(cfg, rep)
     elapsed = time.perf_counter() - start
     text = "\n\n".join(
-        [header(cfg, load), summary(rep), *rep.sections, f"_Total run time: {elapsed:.0f} s._\n"]
+        [header(cfg, load), rep.summary(), *rep.sections, f"_Total run time: {elapsed:.0f} s._\n"]
     )
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -75,7 +75,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (2,)
         Class labels; ``classes_[1]`` is the positive class.
-    coef_ : ndarray of shape (degree_ + 1,)
+    coef_ : ndarray of shape (``degree_ + 1``,)
         Non-decreasing Bernstein coefficients (float64).
     degree_ : int
         Degree used (the chosen one when ``degree`` is a grid or "auto").

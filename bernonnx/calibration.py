@@ -132,12 +132,16 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         Folds fitted in parallel (joblib).
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Score source; "auto" prefers ``decision_function``.
-    log_odds : bool, default=False
+    log_odds : bool or "auto", default="auto"
         With ``predict_proba`` scores, calibrate each class's log-odds instead
         of ``p``. GaussianNB, MLPClassifier and LogisticRegression give them
         from their log-probabilities (joint log-likelihood, logits), which do
         not saturate; other models from probabilities clipped to
         ``[1e-15, 1 - 1e-15]``. ``CalibratedPair.log_odds_from`` records which.
+        "auto": True exactly where the log-odds come from log-probabilities
+        (their probabilities saturate; the log-odds keep the ranking, so the
+        AUC is unchanged), False otherwise (clipped log-odds of a random
+        forest's probabilities pile up at +-34.5). ``log_odds_`` is the choice.
 
     Attributes
     ----------
@@ -147,6 +151,8 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         ``ensemble=True``, one otherwise.
     response_method_ : str
         The resolved score method.
+    log_odds_ : bool
+        Whether each class's log-odds were calibrated (``log_odds`` resolved).
     n_features_in_ : int
     feature_names_in_ : ndarray, when the classifier has it.
 
@@ -168,7 +174,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         "ensemble": ["boolean", StrOptions({"auto"})],
         "n_jobs": [IntInterval(None, None, closed="neither"), None],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
-        "log_odds": ["boolean"],
+        "log_odds": ["boolean", StrOptions({"auto"})],
     }
 
     def __init__(
@@ -180,7 +186,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         ensemble="auto",
         n_jobs=None,
         response_method="auto",
-        log_odds=False,
+        log_odds="auto",
     ):
         self.estimator = estimator
         self.calibrator = calibrator
@@ -227,6 +233,10 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         ensemble = (not frozen) if self.ensemble == "auto" else self.ensemble
         method = resolve_response_method(estimator, self.response_method)
         self.response_method_ = method
+        log_odds = self.log_odds
+        if log_odds == "auto":
+            log_odds = log_odds_source(estimator, method, True) == "log_proba"
+        self.log_odds_ = log_odds
         fit_kw = dict(fit_params)
         if not frozen:
             fit_kw = fit_kwargs(
@@ -238,7 +248,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
             )
 
         if frozen and not ensemble:
-            scores = response_scores(estimator, X, method, self.log_odds, self.classes_)
+            scores = response_scores(estimator, X, method, log_odds, self.classes_)
             pair = _fit_calibrators(
                 estimator,
                 scores,
@@ -247,7 +257,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                 calibrator,
                 sample_weight,
                 method,
-                self.log_odds,
+                log_odds,
             )
             self.calibrated_classifiers_ = [pair]
         else:
@@ -265,16 +275,16 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                         sample_weight,
                         fit_kw,
                         method,
-                        self.log_odds,
+                        log_odds,
                         self.classes_,
                     )
                     for train, test in cv.split(X, y)
                 )
             else:
-                if log_odds_source(estimator, method, self.log_odds) == "log_proba":
+                if log_odds_source(estimator, method, log_odds) == "log_proba":
                     # cross_val_predict cannot ask for logits: the same folds by hand
                     scores = out_of_fold_scores(
-                        estimator, X, y, cv, fit_kw, method, self.log_odds, self.classes_
+                        estimator, X, y, cv, fit_kw, method, log_odds, self.classes_
                     )
                 else:
                     raw = cross_val_predict(
@@ -286,7 +296,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                         n_jobs=self.n_jobs,
                         params=fit_kw,
                     )
-                    scores = as_scores(raw, method, self.log_odds, self.classes_)
+                    scores = as_scores(raw, method, log_odds, self.classes_)
                 final = clone(estimator).fit(X, y, **fit_kw)
                 self.calibrated_classifiers_ = [
                     _fit_calibrators(
@@ -297,7 +307,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                         calibrator,
                         sample_weight,
                         method,
-                        self.log_odds,
+                        log_odds,
                     )
                 ]
 

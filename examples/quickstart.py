@@ -9,7 +9,8 @@ bernonnx model (classifier + calibrator) is then exported as one ONNX graph,
 run in onnxruntime on the test rows and compared with Python, and written as
 a Triton model repository.
 
-Run: ``python examples/quickstart.py [--out DIR]`` (default: a temporary folder)
+Run: ``python examples/quickstart.py [--out DIR] [--quick]`` (default: a temporary folder;
+``--quick``: a stratified 6,000-row sample and a smaller model, as ``bernonnx demo --quick``)
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from bernonnx.metrics import calibration_report
 COLUMNS = ("ece", "mce", "brier", "log_loss", "auc", "n_distinct")
 
 
-def split(X, y):
+def split(X, y, quick: bool = False):
+    if quick:
+        X, _, y, _ = train_test_split(X, y, train_size=6000, random_state=0, stratify=y)
     X_fit, X_test, y_fit, y_test = train_test_split(
         X, y, test_size=0.2, random_state=0, stratify=y
     )
@@ -74,11 +77,13 @@ def export(model, X_test, out: Path) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="folder for the ONNX file and Triton repository")
+    parser.add_argument("--quick", action="store_true", help="6,000 rows, smaller model")
     args = parser.parse_args(argv)
 
     X, y, _ = load_credit_default()
-    X_train, y_train, X_cal, y_cal, X_test, y_test = split(X, y)
-    model = HistGradientBoostingClassifier(max_iter=100, random_state=0).fit(X_train, y_train)
+    X_train, y_train, X_cal, y_cal, X_test, y_test = split(X, y, args.quick)
+    model = HistGradientBoostingClassifier(max_iter=30 if args.quick else 100, random_state=0)
+    model.fit(X_train, y_train)
 
     rows = {"uncalibrated": (calibration_report(y_test, model.predict_proba(X_test)[:, 1]), 0.0)}
     candidates_fitted = candidates(model)

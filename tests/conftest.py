@@ -5,6 +5,14 @@ a worker that also spread BLAS or OpenMP over every core would oversubscribe a
 2-core CI machine several times over. Set here, before any test module imports
 numpy's BLAS or scikit-learn's OpenMP code, and enforced again with threadpoolctl
 for libraries loaded already.
+
+What the test modules share lives in importable helpers beside this file (pytest puts
+``tests/`` on ``sys.path``; a conftest is not meant to be imported):
+
+- ``_parity.py``: the one tolerance table of ONNX parity (``TOLERANCE``, ``PROMISED``),
+  ``run_onnx``, ``assert_parity``, ``assert_every_row``;
+- ``_scores.py``: generated scores and labels (``make_scores``, ``make_score_columns``);
+- ``_realdata.py``: the shared real data sets, loaded once per process (cached).
 """
 
 import os

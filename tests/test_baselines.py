@@ -1,8 +1,11 @@
 """The classic calibrators: agreement with scikit-learn, invariants, edge
 conventions, dtypes and bad input."""
 
+from functools import partial
+
 import numpy as np
 import pytest
+from _scores import make_scores as _make_scores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -41,13 +44,8 @@ MONOTONE = [
 ]
 
 
-def make_scores(n, seed=0, ties=False):
-    rng = np.random.default_rng(seed)
-    s = rng.normal(size=n) * 2
-    if ties:
-        s = np.round(s, 1)
-    y = rng.random(n) < 1 / (1 + np.exp(-(2.5 * np.tanh(s / 2) - 0.5)))
-    return s, y.astype(int)
+#: scores 2 N(0, 1), truth sigmoid(2.5 tanh(s / 2) - 0.5)
+make_scores = partial(_make_scores, scale=2.0, offset=0.5)
 
 
 def random_weights(n, seed, zeros=0.1):

@@ -1,10 +1,12 @@
 """BernsteinCalibrator: optimality, invariants, dtypes and bad input."""
 
 import warnings
+from functools import partial
 
 import cvxpy as cp
 import numpy as np
 import pytest
+from _scores import make_scores as _make_scores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -19,13 +21,8 @@ TRANSFORMS = ["logistic", "quantile", "minmax"]
 LOSSES = ["log", "squared"]
 
 
-def make_scores(n, seed=0, tail=False):
-    rng = np.random.default_rng(seed)
-    s = rng.normal(size=n)
-    if tail:
-        s[rng.random(n) < 0.01] *= 30
-    y = rng.random(n) < 1 / (1 + np.exp(-(2.5 * np.tanh(s) - 1)))
-    return s, y.astype(int)
+#: scores N(0, 1), truth sigmoid(2.5 tanh(s) - 1)
+make_scores = partial(_make_scores, scale=1.0, offset=1.0)
 
 
 def _u(cal, s):

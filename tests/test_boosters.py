@@ -83,7 +83,7 @@ def test_default_score_is_the_raw_margin(name, n_classes):
     base = _boosters()[name].fit(X[:1500], y[:1500])
     clf = CalibratedClassifier(FrozenEstimator(base)).fit(X[1500:], y[1500:])
     assert clf.response_method_ == "decision_function"
-    scores = response_scores(base, X, "decision_function", clf.log_odds, clf.classes_)
+    scores = response_scores(base, X, "decision_function", clf.log_odds_, clf.classes_)
     np.testing.assert_array_equal(scores, _margins(base, X))
     # explicit decision_function names the same score
     explicit = CalibratedClassifier(FrozenEstimator(base), response_method="decision_function")

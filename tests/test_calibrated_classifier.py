@@ -38,6 +38,29 @@ FAST = BernsteinCalibrator(degree=6)
 
 
 @pytest.mark.parametrize("ensemble", [True, False])
+@pytest.mark.parametrize(
+    "model, expected",
+    [(GaussianNB(), True), (RandomForestClassifier(20, random_state=0), False)],
+)
+def test_log_odds_auto_where_log_probabilities_exist(binary, model, expected, ensemble):
+    """log_odds="auto" takes log-odds exactly where the model's log-probabilities give
+    them without saturating; either way the ranking of the prefit scores is kept."""
+    X, y, X_test, y_test = binary
+    frozen = FrozenEstimator(clone(model).fit(X[:1000], y[:1000]))
+    base = frozen if ensemble is False else clone(model)
+    clf = CalibratedClassifier(base, FAST, ensemble=ensemble, cv=3).fit(X[1000:], y[1000:])
+    assert clf.log_odds_ is expected
+    same = CalibratedClassifier(base, FAST, ensemble=ensemble, cv=3, log_odds=expected)
+    np.testing.assert_array_equal(
+        clf.predict_proba(X_test), same.fit(X[1000:], y[1000:]).predict_proba(X_test)
+    )
+    if ensemble is False:  # one strictly increasing map of the frozen model's scores
+        p = clf.predict_proba(X_test)[:, 1]
+        s = frozen.predict_proba(X_test)[:, 1]
+        assert roc_auc_score(y_test, p) == pytest.approx(roc_auc_score(y_test, s), abs=1e-12)
+
+
+@pytest.mark.parametrize("ensemble", [True, False])
 @pytest.mark.parametrize("data", ["binary", "multiclass"])
 def test_probabilities_are_valid(ensemble, data, request):
     X, y, X_test, _ = request.getfixturevalue(data)
@@ -89,7 +112,7 @@ def test_ensemble_averages_fold_pairs(binary):
 def test_predict_proba_scores_and_log_odds(binary):
     X, y, X_test, _ = binary
     nb = GaussianNB()
-    raw = CalibratedClassifier(nb, FAST).fit(X, y)
+    raw = CalibratedClassifier(nb, FAST, log_odds=False).fit(X, y)
     logit = CalibratedClassifier(nb, FAST, log_odds=True).fit(X, y)
     assert raw.response_method_ == "predict_proba"
     for clf in (raw, logit):

@@ -27,7 +27,7 @@ def run(script, *args, folder="examples"):
 
 
 def test_quickstart_runs_exports_and_keeps_ranking(tmp_path):
-    out = run("quickstart.py", "--out", str(tmp_path))
+    out = run("quickstart.py", "--quick", "--out", str(tmp_path))
     assert "bernonnx Bernstein (log-odds)" in out
     assert "ranking kept exactly: True" in out
     assert out.count("labels identical: True") == 2

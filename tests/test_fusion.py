@@ -1,28 +1,19 @@
-"""FusionClassifier: stacking semantics, invariants, bad input, estimator checks, ONNX parity."""
+"""FusionClassifier: stacking semantics, invariants and bad input (checks: test_common.py)."""
 
 import numpy as np
-import onnx
-import pandas as pd
 import pytest
 from sklearn.base import clone
-from sklearn.compose import ColumnTransformer
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.naive_bayes import GaussianNB
-from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
-from sklearn.svm import LinearSVC
-from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.preprocessing import StandardScaler
 
 from bernonnx import FusionClassifier, MultivariateBernsteinCalibrator
-from bernonnx.export import check_parity, to_onnx
-
-TOL = {np.float32: 1e-6, np.float64: 1e-12}
+from bernonnx.export import to_onnx
 
 
 def data(n=3000, n_classes=2, seed=0):
@@ -159,98 +150,3 @@ def test_other_bad_input():
         FusionClassifier(frozen_pair(X, y)).fit(X, np.where(y == 1, "b", "a"))
     with pytest.raises(NotFittedError):
         small_fusion().predict_proba(X)
-
-
-@parametrize_with_checks(
-    [small_fusion(cv=3)],
-    expected_failed_checks=lambda est: {
-        "check_sample_weight_equivalence_on_dense_data": (
-            "the base models are fitted on cross-validation folds, and repeated rows fall "
-            "into other folds than weighted ones (scikit-learn expects the same failure of "
-            "CalibratedClassifierCV); with frozen base models weights equal repetition: "
-            "test_weights_equal_repetition"
-        )
-    },
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
-
-
-# ----------------------------------------------------------------------------- ONNX
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_one_graph_holds_every_base_model_and_the_fusion(n_classes, dtype):
-    X, y = data(n_classes=n_classes)
-    labels = np.array(["ant", "bee", "cat"])[y]
-    fusion = FusionClassifier(
-        [
-            ("svc", LinearSVC()),
-            ("mlp", MLPClassifier((8,), max_iter=300, random_state=0)),
-            ("tree", DecisionTreeClassifier(max_depth=4, random_state=0)),
-        ],
-        calibrator=MultivariateBernsteinCalibrator(degree=2, loss="log"),
-        cv=3,
-    ).fit(X, labels)
-    onx = to_onnx(fusion, X[:3], dtype=dtype)
-    onnx.checker.check_model(onx, full_check=True)
-    onnx.shape_inference.infer_shapes(onx, strict_mode=True)
-    ops = {node.op_type for node in onx.graph.node}
-    assert {"TreeEnsembleRegressor", "Relu"} <= ops  # the tree, the MLP (and LinearSVC)
-    meta = {p.key: p.value for p in onx.metadata_props}
-    assert meta["model"] == "FusionClassifier"
-    assert meta["calibrator"] == "MultivariateBernsteinCalibrator"
-    X_probe = np.vstack([X[:500], 5 * X[:50], -5 * X[:50]])
-    result = check_parity(fusion, onx, X_probe)
-    # float64: the tree computes in float32 inside ai.onnx.ml even in double
-    # graphs; float32: the MLP's and LinearSVC's own float32 scores are off by
-    # up to ~1e-6 relative before the fusion sees them (measured 2.5e-6 here)
-    tol = 5e-6 if dtype == np.float32 else 2e-7
-    assert result["max_abs_error"] <= tol, result
-    assert result["labels_equal"]
-
-
-def frozen_pipelines(second_model):
-    X, y = data(n=2000)
-    frame = pd.DataFrame(X[:, :4], columns=list("abcd"))
-    frame["colour"] = np.array(["red", "green", "blue"])[
-        (X[:, 5] > 0).astype(int) + (X[:, 6] > 0.5)
-    ]
-    pre = ColumnTransformer(
-        [("num", StandardScaler(), list("abcd")), ("cat", OneHotEncoder(), ["colour"])]
-    )
-    first = make_pipeline(clone(pre), LogisticRegression()).fit(frame[:1000], y[:1000])
-    second = make_pipeline(clone(pre), second_model).fit(frame[1000:], y[1000:])
-    return frame, y, [("lr", FrozenEstimator(first)), ("second", FrozenEstimator(second))]
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_frozen_pipelines_on_a_dataframe(dtype):
-    frame, y, estimators = frozen_pipelines(LinearSVC())
-    fusion = FusionClassifier(
-        estimators, calibrator=MultivariateBernsteinCalibrator(degree=(3, 2))
-    ).fit(frame, y)
-    onx = to_onnx(fusion, frame[:3], dtype=dtype)
-    result = check_parity(fusion, onx, frame)
-    assert result["max_abs_error"] <= TOL[dtype], result
-    assert result["labels_equal"]
-
-
-def test_probabilities_as_log_odds_in_a_double_graph():
-    # GaussianNB's probabilities crowd within 1e-6 of 0 and 1, where the
-    # fitted transform is steepest: its own skl2onnx export, about 1e-16
-    # relative off in p, moves the fused probability by up to ~4e-12 in
-    # float64, and float32 probabilities (6e-8 apart near 1) cannot resolve
-    # those scores at all (measured 2.6e-3): serve such models in float64
-    frame, y, estimators = frozen_pipelines(GaussianNB())
-    fusion = FusionClassifier(
-        estimators,
-        calibrator=MultivariateBernsteinCalibrator(degree=(3, 2)),
-        response_method="predict_proba",
-        log_odds=True,
-    ).fit(frame, y)
-    onx = to_onnx(fusion, frame[:3], dtype=np.float64)
-    result = check_parity(fusion, onx, frame)
-    assert result["max_abs_error"] <= 1e-10, result
-    assert result["labels_equal"]

@@ -6,11 +6,11 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
+from _scores import make_score_columns as make_scores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bernonnx import BernsteinCalibrator
 from bernonnx import _tensor as tm
@@ -23,16 +23,6 @@ from bernonnx.multivariate import MultivariateBernsteinCalibrator
 TRANSFORMS = ["quantile", "logistic", "minmax"]
 LOSSES = ["squared", "log"]
 _KEYS = ("shift", "scale", "scale_below", "knots", "levels")
-
-
-def make_scores(n, n_cols=2, seed=0):
-    """Correlated scores of ``n_cols`` classifiers; the truth is increasing in each."""
-    rng = np.random.default_rng(seed)
-    latent = rng.normal(size=n)
-    s = latent[:, None] + rng.normal(scale=0.8, size=(n, n_cols))
-    eta = 2.5 * np.tanh(s[:, 0]) + s[:, 1:].sum(axis=1) / max(n_cols - 1, 1) - 0.5
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-    return s, y
 
 
 def transformed(cal, s):
@@ -446,33 +436,3 @@ def test_solver_status_is_checked(monkeypatch):
     monkeypatch.setattr(cp.Problem, "solve", ends_with(cp.INFEASIBLE))
     with pytest.raises(RuntimeError, match="Clarabel.*status 'infeasible'"):
         MultivariateBernsteinCalibrator(degree=2).fit(s, y)
-
-
-# --- scikit-learn's checks ---------------------------------------------------------
-
-_BLOBS = (
-    "asserts accuracy > 0.83 on make_blobs, whose class 1 lies towards lower values of the "
-    "second feature (logistic regression coefficient -3.8): a map increasing in every "
-    "score reaches 0.70 there, and 0.96 with that feature negated"
-)
-_MANY_COLUMNS = (
-    "fits on {} columns: a tensor product of degree >= {} has more than the 2048 supported "
-    "coefficients, and fit says so with a ValueError"
-)
-EXPECTED_FAILURES = {
-    "check_classifiers_train": _BLOBS,
-    "check_sample_weight_equivalence_on_dense_data": _MANY_COLUMNS.format(30, 1)
-    + " [test_weights_equal_repetition]",
-    "check_dtype_object": _MANY_COLUMNS.format(10, 2),
-}
-
-
-@parametrize_with_checks(
-    [
-        MultivariateBernsteinCalibrator(degree=2),
-        MultivariateBernsteinCalibrator(degree=2, loss="log", score_transform="logistic"),
-    ],
-    expected_failed_checks=lambda est: EXPECTED_FAILURES,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -1,5 +1,6 @@
 """Smoke-run examples/serving.py as a user would: Triton layout, ORT and Node.js parity."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -31,8 +32,22 @@ def run(*args, env=None):
     return done.stdout
 
 
-def test_serving_example_writes_triton_and_matches_runtimes(tmp_path):
-    out = run("--quick", "--out", str(tmp_path))
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One ``serving.py --quick`` run shared by the tests: (stdout, output folder)."""
+    out_dir = tmp_path_factory.mktemp("serving")
+    return run("--quick", "--out", str(out_dir)), out_dir
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("serving_example", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_serving_example_writes_triton_and_matches_runtimes(quick_run):
+    out, tmp_path = quick_run
     model_dir = tmp_path / "triton" / "credit_default"
     assert (model_dir / "config.pbtxt").is_file()
     assert (model_dir / "1" / "model.onnx").is_file()
@@ -50,11 +65,22 @@ def test_serving_example_writes_triton_and_matches_runtimes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["triton"]
 
 
-def test_serving_example_without_node_says_so_and_succeeds(tmp_path):
+def test_serving_example_without_node_says_so_and_succeeds(tmp_path, monkeypatch, quick_run):
     # a PATH holding only the interpreter's folder: no node on it
     folder = str(Path(sys.executable).parent)
     if shutil.which("node", path=folder) is not None:
         pytest.skip(f"node sits beside the Python interpreter in {folder}")
+    if not NODE_READY:
+        # the shared run skipped Node.js already and succeeded; without node on PATH only
+        # the reason it gives differs, which node_skip_reason() decides
+        out, out_dir = quick_run
+        assert re.search(PARITY.format("ORT"), out)
+        assert "Node.js parity skipped: " in out
+        assert (out_dir / "triton" / "credit_default" / "1" / "model.onnx").is_file()
+        monkeypatch.setenv("PATH", folder)
+        reason = load_example().node_skip_reason()
+        assert reason is not None and reason.startswith("node is not on PATH")
+        return
     env = {**os.environ, "PATH": folder, "LOKY_MAX_CPU_COUNT": "1"}
     out = run("--quick", "--out", str(tmp_path), env=env)
     assert "Node.js parity skipped: node is not on PATH" in out

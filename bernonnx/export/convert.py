@@ -42,7 +42,7 @@ def _describe(model) -> dict[str, str]:
     calibrators = []
     if isinstance(final, CalibratedClassifier):
         meta["response_method"] = final.response_method_
-        meta["log_odds"] = str(final.log_odds)
+        meta["log_odds"] = str(final.log_odds_)
         meta["n_fold_pairs"] = str(len(final.calibrated_classifiers_))
         calibrators = [c for pair in final.calibrated_classifiers_ for c in pair.calibrators]
     elif isinstance(final, FusionClassifier):

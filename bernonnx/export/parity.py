@@ -32,8 +32,10 @@ _N_WORST = 5
 class ParityReport(dict):
     """The result of :func:`check_parity`: a dict, with :meth:`summary` for people.
 
-    Keys
-    ----
+    Its keys are the attributes below (``report["passed"]``).
+
+    Attributes
+    ----------
     passed : bool
         Every row within ``tolerance`` and every label equal.
     max_abs_error : float
