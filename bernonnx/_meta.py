@@ -4,9 +4,11 @@
 turn classifiers' outputs into the scores their calibrators see, validate what ``fit``
 gets and fit clones fold by fold; this module does it once for both.
 
-- scores: :func:`resolve_response_method` picks the score method,
-  :func:`response_scores` calls it (log-odds from exact logits where the model has them,
-  :func:`log_odds_source`), :func:`as_scores` maps a method's output to scores,
+- scores: :func:`resolve_response_method` picks the score method (raw margins of
+  XGBoost and LightGBM classifiers, :func:`booster_kind`, count as their
+  ``decision_function``, :func:`method_output`), :func:`response_scores` calls it
+  (log-odds from exact logits where the model has them, :func:`log_odds_source`),
+  :func:`as_scores` maps a method's output to scores,
   :func:`combine_one_vs_rest` turns per-class probabilities into rows that sum to one;
 - fit data: :func:`check_fit_data`, :func:`fit_kwargs`, :func:`check_frozen_classes`;
 - folds: :func:`check_folds`, :func:`fit_fold`, :func:`out_of_fold_scores`.
@@ -40,6 +42,7 @@ from ._validation import ACTIVATIONS, _num_samples, _safe_indexing
 __all__ = [
     "LOG_ODDS_EPS",
     "as_scores",
+    "booster_kind",
     "check_fit_data",
     "check_folds",
     "check_frozen_classes",
@@ -49,6 +52,7 @@ __all__ = [
     "fit_kwargs",
     "log_odds_from_log_proba",
     "log_odds_source",
+    "method_output",
     "out_of_fold_scores",
     "resolve_response_method",
     "response_scores",
@@ -70,6 +74,41 @@ def final_and_inputs(estimator, X):
             X = estimator[:-1].transform(X)
         estimator = estimator.steps[-1][1]
     return estimator, X
+
+
+#: The ``predict`` keyword giving raw margins, by library.
+_RAW_MARGIN = {"xgboost": "output_margin", "lightgbm": "raw_score"}
+
+
+def booster_kind(estimator) -> str | None:
+    """``"xgboost"`` or ``"lightgbm"`` when the final classifier of ``estimator``
+    (FrozenEstimator and Pipeline unwrapped) is one of those libraries', known by
+    its class's module (neither library is imported), else None."""
+    final, _ = final_and_inputs(estimator, None)
+    module = type(final).__module__
+    for kind in _RAW_MARGIN:
+        if module == kind or module.startswith(f"{kind}."):
+            return kind
+    return None
+
+
+def _has_method(estimator, method: str) -> bool:
+    if hasattr(estimator, method):
+        return True
+    return method == "decision_function" and booster_kind(estimator) is not None
+
+
+def method_output(estimator, X, method: str):
+    """``estimator``'s ``method`` on ``X``. XGBoost and LightGBM classifiers have no
+    ``decision_function``: theirs is the raw margin, ``predict(output_margin=True)``
+    and ``predict(raw_score=True)`` (``(n,)`` for two classes, else ``(n, K)``),
+    which the ONNX export reproduces exactly (``converters/exact_boosters.py``)."""
+    if method == "decision_function" and not hasattr(estimator, method):
+        kind = booster_kind(estimator)
+        if kind is not None:
+            final, Xt = final_and_inputs(estimator, X)
+            return final.predict(Xt, **{_RAW_MARGIN[kind]: True})
+    return getattr(estimator, method)(X)
 
 
 def log_odds_source(estimator, method: str, log_odds: bool):
@@ -134,7 +173,7 @@ def response_scores(estimator, X, method: str, log_odds: bool, classes: np.ndarr
         if classes.shape[0] != 2 and raw.ndim == 1:
             raw = raw[:, None]  # caught as a shape mismatch below
     else:
-        raw = as_scores(getattr(estimator, method)(X), method, log_odds, classes)
+        raw = as_scores(method_output(estimator, X, method), method, log_odds, classes)
     if classes.shape[0] == 2:
         return raw
     if not np.array_equal(np.asarray(estimator.classes_), classes) or raw.ndim != 2:
@@ -180,14 +219,15 @@ def combine_one_vs_rest(positive: list, n_classes: int) -> np.ndarray:
 
 def resolve_response_method(estimator, response_method: str, name: str | None = None) -> str:
     """The score method of ``estimator``: ``response_method``, or for ``"auto"`` its
-    ``decision_function`` if it has one, else ``predict_proba``."""
+    ``decision_function`` if it has one, else ``predict_proba``. The raw margin of an
+    XGBoost or LightGBM classifier is its ``decision_function`` (:func:`method_output`)."""
     who = type(estimator).__name__ if name is None else f"{name!r} ({type(estimator).__name__})"
     if response_method != "auto":
-        if not hasattr(estimator, response_method):
+        if not _has_method(estimator, response_method):
             raise ValueError(f"response_method={response_method!r} but {who} has no such method")
         return response_method
     for method in ("decision_function", "predict_proba"):
-        if hasattr(estimator, method):
+        if _has_method(estimator, method):
             return method
     raise ValueError(
         f"{who} has neither decision_function nor predict_proba: there is no score to calibrate"

@@ -17,7 +17,9 @@ Modules, one per estimator module, plus what they share:
   ``CalibratedClassifier``; ``fusion``: ``FusionClassifier``;
 - ``base_scores``: the base models inside the graph; ``exact`` (with
   ``exact_preprocessing``, ``exact_models``, ``exact_trees``): base-model
-  converters that compute what scikit-learn computes;
+  converters that compute what scikit-learn computes; ``exact_boosters``: XGBoost's
+  and LightGBM's raw margins, as those libraries compute them; ``boosters``:
+  onnxmltools' converters for their probabilities, registered on demand;
 - ``_classifier``: options, outputs, shape calculator and calibrator dispatch
   shared by the classifier converters; ``_graph``: the node writer.
 """

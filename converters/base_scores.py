@@ -22,9 +22,11 @@ from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
+from bernonnx._meta import booster_kind
 from bernonnx._meta import final_and_inputs as _final_and_inputs
 from bernonnx.converters._classifier import float_type, label_type
 from bernonnx.converters._graph import DOUBLE, GraphWriter, check_opset
+from bernonnx.converters.boosters import register_booster_converter
 from bernonnx.converters.exact import exact_scores, exact_supported
 
 SCORES = "BernonnxRawScores"
@@ -109,9 +111,15 @@ def parse_scores(scope, estimator, method: str, inputs, custom_parsers=None, log
     final = _final_step(estimator)
     exact = exact_supported(final, method)
     if type(final) not in sklearn_operator_name_map and not exact:
-        raise NotImplementedError(
-            f"no skl2onnx converter is registered for {type(final).__name__}"
-        )
+        if not register_booster_converter(final):
+            extra = (
+                " (install onnxmltools: pip install bernonnx[boosters])"
+                if booster_kind(final)
+                else ""
+            )
+            raise NotImplementedError(
+                f"no skl2onnx converter is registered for {type(final).__name__}{extra}"
+            )
     if exact:
         options = {
             "exact": True,
@@ -131,6 +139,10 @@ def parse_scores(scope, estimator, method: str, inputs, custom_parsers=None, log
         scope.add_options(id(final), _score_options(final, "predict_proba"))
         if not exact:
             scope.add_options(id(final), options)
+    else:
+        # no skl2onnx converter (XGBoost, LightGBM margins): no options at all, and
+        # none from the Pipeline parser, which would fail validation
+        scope.add_options(id(final), {})
     parsers = dict(custom_parsers or {})
     parsers[type(final)] = _final_scores_parser(final, options, custom_parsers)
     return _parse_sklearn(scope, estimator, inputs, custom_parsers=parsers)[-1]

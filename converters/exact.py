@@ -27,6 +27,8 @@ each emitting float64 scores::
             TreeEnsembleRegressor whose target t is the leaf id reached in tree t
             (exact in float32 below 2^24 nodes) -> Cast -> Add(offsets)
             -> Gather(float64 leaf values) -> ReduceSum -> [Div(n_trees) | Add(init)]
+    XGBoost, LightGBM (``exact_boosters``)  raw margins: the same leaf ids, then
+            the trees added one by one in the library's float type
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from bernonnx.converters._graph import DOUBLE, FLOAT, GraphWriter
+from bernonnx.converters.exact_boosters import booster_kind, booster_margins, booster_supported
 from bernonnx.converters.exact_models import (
     SVC_KERNELS,
     binary_pair,
@@ -76,6 +79,8 @@ FORESTS = (RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier)
 
 def exact_supported(model, method: str) -> bool:
     """True when this module emits ``method``'s scores of ``model`` exactly."""
+    if booster_kind(model) is not None:
+        return booster_supported(model, method)
     # boosting: raw scores, or binary probabilities (expit of the raw score)
     boosting_method = method == "decision_function" or len(getattr(model, "classes_", [])) == 2
     if isinstance(model, HistGradientBoostingClassifier):
@@ -109,6 +114,9 @@ def exact_scores(g: GraphWriter, x: str, elem: int, model, method: str, options:
     log_proba = options.get("log_odds_from") == "log_proba"
     seen = np.dtype(options.get("numpy_dtype") or (np.float64 if elem == DOUBLE else np.float32))
     seen = seen if seen == np.float32 else np.dtype(np.float64)  # ints, bools: numpy promotes
+    if booster_kind(model) is not None:  # raw margins (booster_supported)
+        z = booster_margins(g, x, elem, model)
+        return signed_pair(g, z) if n_classes == 2 else z
     if isinstance(model, (HistGradientBoostingClassifier, GradientBoostingClassifier, *FORESTS)):
         scores = tree_ensemble(g, x, model, elem)
         if isinstance(model, FORESTS) or n_classes > 2:

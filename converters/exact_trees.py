@@ -101,10 +101,32 @@ def round_down_float32(t: np.ndarray) -> np.ndarray:
 def tree_ensemble(g: GraphWriter, x: str, model, elem: int) -> str:
     """Sum of leaf values over the trees, in float64, plus the model's post step."""
     trees, post, x_dtype = _tree_arrays(model)
+    index = leaf_index(g, x, [tree[:5] for tree in trees], elem, x_dtype)
+    table = g.const("leaf_values", np.concatenate([tree[5] for tree in trees]))
+    total = g.reduce("ReduceSum", g.node("Gather", [table, index], axis=0), 1, 0)
+    if post is None:
+        return total
+    if post[0] == "div":
+        return g.node("Div", [total, g.const("n_trees", post[1])])
+    return g.node("Add", [g.const("init", post[1]), total])
+
+
+def leaf_index(
+    g: GraphWriter, x: str, trees: list, elem: int, x_dtype, mode: str = "BRANCH_LEQ"
+) -> str:
+    """(N, T) int64: for each row, the node reached in tree t, counted across the
+    trees (tree t's nodes follow tree t-1's), so it indexes the concatenated leaves.
+
+    ``trees`` holds (left, right, feature, threshold, missing_left) per tree, leaves
+    marked by ``left < 0``. ``x_dtype`` is the float type the library compares in:
+    float32 compares float32 ``x`` against thresholds rounded down to float32 (exact
+    for float32 thresholds), float64 compares double ``x`` in double (float32 graphs
+    still compare float32 ``x``, rounded down alike).
+    """
     attrs = {k: [] for k in ("treeids", "nodeids", "featureids", "modes", "true", "false", "miss")}
     thresholds, target = [], {"treeids": [], "nodeids": [], "ids": [], "weights": []}
-    offsets, tables = [], []
-    for tree_id, (left, right, feature, threshold, missing, values) in enumerate(trees):
+    offsets, n_nodes = [], 0
+    for tree_id, (left, right, feature, threshold, missing) in enumerate(trees):
         n = len(left)
         if n >= 2**24:
             raise NotImplementedError("trees of 2^24 nodes or more")
@@ -112,7 +134,7 @@ def tree_ensemble(g: GraphWriter, x: str, model, elem: int) -> str:
         attrs["treeids"] += [tree_id] * n
         attrs["nodeids"] += list(range(n))
         attrs["featureids"] += np.where(leaf, 0, feature).tolist()
-        attrs["modes"] += ["LEAF" if is_leaf else "BRANCH_LEQ" for is_leaf in leaf]
+        attrs["modes"] += ["LEAF" if is_leaf else mode for is_leaf in leaf]
         attrs["true"] += np.where(leaf, 0, left).tolist()
         attrs["false"] += np.where(leaf, 0, right).tolist()
         attrs["miss"] += np.where(leaf, 0, missing).tolist()
@@ -122,8 +144,8 @@ def tree_ensemble(g: GraphWriter, x: str, model, elem: int) -> str:
         target["nodeids"] += ids.tolist()
         target["ids"] += [tree_id] * len(ids)
         target["weights"] += ids.astype(np.float64).tolist()
-        offsets.append(sum(len(t) for t in tables))
-        tables.append(values)
+        offsets.append(n_nodes)
+        n_nodes += n
     thresholds = np.concatenate(thresholds)
     common = dict(
         nodes_treeids=attrs["treeids"],
@@ -157,14 +179,7 @@ def tree_ensemble(g: GraphWriter, x: str, model, elem: int) -> str:
         name=g.scope.get_unique_operator_name(f"{g.prefix}_TreeEnsembleRegressor"),
         **common,
     )
-    index = g.node(
+    return g.node(
         "Add",
         [g.node("Cast", [leaf_ids], to=INT64), g.const("offsets", [offsets], INT64)],
     )
-    table = g.const("leaf_values", np.concatenate(tables))
-    total = g.reduce("ReduceSum", g.node("Gather", [table, index], axis=0), 1, 0)
-    if post is None:
-        return total
-    if post[0] == "div":
-        return g.node("Div", [total, g.const("n_trees", post[1])])
-    return g.node("Add", [g.const("init", post[1]), total])

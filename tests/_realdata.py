@@ -59,7 +59,13 @@ from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, RobustScaler, StandardScaler
+from sklearn.preprocessing import (
+    LabelEncoder,
+    MinMaxScaler,
+    OneHotEncoder,
+    RobustScaler,
+    StandardScaler,
+)
 from sklearn.svm import SVC, LinearSVC
 
 from bernonnx import CalibratedClassifier
@@ -253,6 +259,21 @@ BASE_MODELS = {
     "MLPClassifier": MLPClassifier((32,), max_iter=50, random_state=SEED),
     "GaussianNB": GaussianNB(),
 }
+#: XGBoost and LightGBM (``pip install bernonnx[boosters]``): the classifiers of the
+#: ``boosters`` extra, when installed; their calibrated score is the raw margin.
+BOOSTERS = ("XGBoost", "LightGBM")
+try:
+    from lightgbm import LGBMClassifier
+    from xgboost import XGBClassifier
+except ImportError:  # the extra is absent: tests/test_boosters.py skips
+    pass
+else:
+    BASE_MODELS["XGBoost"] = XGBClassifier(
+        n_estimators=50, max_depth=4, n_jobs=1, random_state=SEED
+    )
+    BASE_MODELS["LightGBM"] = LGBMClassifier(
+        n_estimators=50, n_jobs=1, random_state=SEED, verbose=-1
+    )
 #: Base models whose calibrated score is ``predict_proba`` (``log_odds`` applies).
 PROBA_MODELS = ("RandomForest", "ExtraTrees", "MLPClassifier", "GaussianNB")
 
@@ -328,6 +349,9 @@ def fit_cell(cell: Cell, data_dir: Path | str = DEFAULT_DATA_DIR):
     (X_train, y_train, X_cal, y_cal, X_test, y_test), numeric, categorical = _prepared(
         cell.dataset, cell.task, cell.preprocessing == "impute", cell.dtype, str(data_dir)
     )
+    if cell.model == "XGBoost":  # XGBClassifier takes the labels 0, ..., K - 1 only
+        encode = LabelEncoder().fit(np.r_[y_train, y_cal]).transform
+        y_train, y_cal, y_test = encode(y_train), encode(y_cal), encode(y_test)
     pipeline = make_pipeline(cell.preprocessing, cell.model, numeric, categorical)
     options = {"log_odds": cell.calibration == "log_odds"}
     # few iterations on purpose (speed); the fit, not convergence, is what is measured

@@ -8,7 +8,13 @@ import numpy as np
 import onnx
 from sklearn.pipeline import Pipeline
 
-from bernonnx._meta import as_scores, combine_one_vs_rest, response_scores, score_columns
+from bernonnx._meta import (
+    as_scores,
+    combine_one_vs_rest,
+    method_output,
+    response_scores,
+    score_columns,
+)
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.deploy import run_onnx
 from bernonnx.fusion import FusionClassifier
@@ -145,7 +151,7 @@ def _base_stage(model, X, outputs: dict, names: list[str]):
             args = (pair.response_method, pair.log_odds, pair.classes)
             python = response_scores(pair.estimator, X, *args)
         else:
-            python = getattr(pair.estimator, pair.response_method)(X)
+            python = method_output(pair.estimator, X, pair.response_method)
         python = np.asarray(python, dtype=np.float64)
         graph = np.asarray(outputs[name], dtype=np.float64)
         if graph.ndim == 1:
