@@ -43,7 +43,8 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     if name == "attach":
-        from .attach import attach
+        # a private module: a submodule named "attach" would shadow this function
+        from ._attach import attach
 
         globals()[name] = attach
         return attach

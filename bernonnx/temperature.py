@@ -153,12 +153,12 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
     >>> from bernonnx import TemperatureCalibrator
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 3, 2000)
-    >>> logits = 4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(2000, 3))
+    >>> logits = 3.0 * (4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(2000, 3)))
     >>> cal = TemperatureCalibrator().fit(logits, y)
     >>> round(cal.temperature_, 2)
-    2.26
+    3.13
     >>> cal.predict_proba(logits[:1]).round(3)
-    array([[0.116, 0.065, 0.819]])
+    array([[0.   , 0.002, 0.998]])
     """
 
     _parameter_constraints: dict = {
