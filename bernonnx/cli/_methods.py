@@ -85,12 +85,14 @@ def _method(name: str) -> _Method:
     return _METHODS[key]
 
 
-def _methods_help() -> str:
-    width = max(len(m.name) for m in _METHOD_LIST)
+def _methods_help(exportable_only: bool = False) -> str:
+    """The ``--method`` list of a help text; only the exportable ones for ``export``."""
+    methods = [m for m in _METHOD_LIST if m.exportable or not exportable_only]
+    width = max(len(m.name) for m in methods)
     indent = " " * (width + 4)
     lines = [
         textwrap.fill(f"  {m.name:<{width}}  {m.summary}", width=99, subsequent_indent=indent)
-        for m in _METHOD_LIST
+        for m in methods
     ]
     return "methods (--method):\n" + "\n".join(lines) + "\n"
 
