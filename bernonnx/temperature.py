@@ -15,6 +15,7 @@ from numbers import Real
 
 import numpy as np
 from scipy.optimize import brentq
+from scipy.sparse import issparse
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -54,11 +55,9 @@ def _logits(est, arr: np.ndarray) -> np.ndarray:
     return z[:, 0] if z.shape[1] == 1 else z
 
 
-def _softmax_moments(beta: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and variance of the logits under ``softmax(beta * z)``, per row."""
-    p = softmax(beta * z, axis=1)
-    mean = np.sum(p * z, axis=1)
-    return mean, np.maximum(np.sum(p * (z - mean[:, None]) ** 2, axis=1), 0.0)
+def _softmax_mean(beta: float, z: np.ndarray) -> np.ndarray:
+    """The mean of each row's logits under ``softmax(beta * z)``."""
+    return np.sum(softmax(beta * z, axis=1) * z, axis=1)
 
 
 def _fit_inverse_temperature(z: np.ndarray, target: np.ndarray, w: np.ndarray) -> float:
@@ -72,7 +71,7 @@ def _fit_inverse_temperature(z: np.ndarray, target: np.ndarray, w: np.ndarray) -
     zy = z[np.arange(z.shape[0]), target]
 
     def slope(beta: float) -> float:
-        return float(w @ (_softmax_moments(beta, z)[0] - zy))
+        return float(w @ (_softmax_mean(beta, z) - zy))
 
     if not slope(0.0) < 0.0:
         # the scores do not rank the true class above the average: no positive
@@ -192,19 +191,21 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
         self.classes_, target = np.unique(y, return_inverse=True)
         n_classes = self.classes_.shape[0]
         name = type(self).__name__
+        if arr.shape[0] < 2:
+            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {arr.shape[0]}")
         if n_classes < 2:
             raise ValueError(
                 f"y contains a single class ({self.classes_[0]!r}); {name} needs at least "
                 "two classes"
             )
+        w = check_weights(sample_weight, arr)
+        _finite_or_raise(arr, "scores")
         if arr.shape[1] != n_classes and not (n_classes == 2 and arr.shape[1] == 1):
             expected = f"{n_classes} columns" + (" or 1 column" if n_classes == 2 else "")
             raise ValueError(
                 f"scores must have one column per class of y ({expected}); got shape "
                 f"{arr.shape} for {n_classes} classes"
             )
-        w = check_weights(sample_weight, arr)
-        _finite_or_raise(arr, "scores")
         keep = w > 0
         z = _logits(self, arr[keep])
         if z.ndim == 1:
@@ -217,8 +218,11 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""
         check_is_fitted(self)
-        if getattr(X, "ndim", None) == 1 or np.ndim(X) == 1:
-            X = np.reshape(np.asarray(X), (-1, 1))
+        if not (hasattr(X, "iloc") or issparse(X)):
+            X = np.asarray(X)
+        if getattr(X, "ndim", 2) == 1 and self.n_features_in_ == 1:
+            # 1-D binary log-odds, as in fit; other 1-D input is refused by validate_data
+            X = X.to_frame() if hasattr(X, "to_frame") else X.reshape(-1, 1)
         arr = validate_data(
             self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False
         )
@@ -234,9 +238,5 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Class with the highest calibrated probability."""
+        check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        return tags
