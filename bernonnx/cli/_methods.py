@@ -34,6 +34,9 @@ class _Method:
     kind: str
     make: Callable[[], object] | None = None
     needs_probabilities: bool = False
+    #: in ``compare``'s default set and the demo; False for temperature scaling, which
+    #: reads logits where the command line's scores are often probabilities
+    by_default: bool = True
 
     @property
     def exportable(self) -> bool:
@@ -48,6 +51,7 @@ def _registry_methods() -> tuple[_Method, ...]:
             "multi" if entry.multi else "1d",
             functools.partial(entry.make, variant),
             variant.needs_probabilities,
+            by_default=not entry.multiclass,
         )
         for entry in CALIBRATORS
         for variant in entry.variants
@@ -74,7 +78,7 @@ _ALIASES = {
     "raw": "uncalibrated",
 }
 #: the bernonnx calibrators the demo fits through CalibratedClassifier
-_DEMO_CALIBRATORS = tuple(m.name for m in _METHOD_LIST if m.kind == "1d")
+_DEMO_CALIBRATORS = tuple(m.name for m in _METHOD_LIST if m.kind == "1d" and m.by_default)
 
 
 def _method(name: str) -> _Method:

@@ -79,13 +79,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the whole job on bundled data: train, calibrate, compare, plot, export",
         description="Train a HistGradientBoostingClassifier on the UCI credit-card default "
         "data (30,000 rows, shipped inside the package, licensed CC BY 4.0: I-C. Yeh, UCI "
-        "Machine Learning Repository; no download), split train / calibration / test "
-        "60/20/20 stratified; calibrate its probabilities with every bernonnx calibrator "
-        "(CalibratedClassifier on the frozen model) and with scikit-learn's sigmoid and "
-        "isotonic CalibratedClassifierCV; print ECE, MCE, Brier, log loss, AUC and fit "
-        "time on the test rows; draw reliability diagrams; export the calibrator with the "
-        "best test log loss, with the model, as one ONNX graph, check it in onnxruntime "
-        "and write a Triton model repository.",
+        "Machine Learning Repository; no download), split train / calibration / "
+        "validation / test 50/20/10/20 stratified; calibrate its probabilities with every "
+        "bernonnx calibrator (CalibratedClassifier on the frozen model) and with "
+        "scikit-learn's sigmoid and isotonic CalibratedClassifierCV; print ECE, MCE, Brier, "
+        "log loss, AUC and fit time on the test rows; draw reliability diagrams; export the "
+        "calibrator with the best validation log loss (chosen on rows the test metrics do "
+        "not use), with the model, as one ONNX graph, check it in onnxruntime and write a "
+        "Triton model repository.",
         epilog=_EXIT_HELP,
         formatter_class=formatter,
     )
@@ -108,8 +109,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "rows (default) or by K-fold cross-validated out-of-fold predictions. With one "
         "--score column the one-score calibrators run on it; with several, "
         "'multivariate' fuses the score matrix and the one-score calibrators run on the "
-        "row mean. Default methods: all but multivariate-log (slow); the ones taking "
-        "probabilities are skipped when the scores are not in [0, 1].",
+        "row mean. Default methods: all but multivariate-log (slow) and temperature (it "
+        "reads logits); the ones taking probabilities are skipped when the scores are not "
+        "in [0, 1].",
         epilog=_methods_help() + "\n" + _EXIT_HELP,
         formatter_class=formatter,
     )
