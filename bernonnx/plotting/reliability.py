@@ -175,7 +175,7 @@ def reliability_diagram(
                 linestyle="none",
                 color="0.5",
                 markersize=_MARKER_AREA**0.5,
-                label=f"marker area = bin weight (1/{n_bins} of the total at this size)",
+                label=f"marker area = bin weight (this size: 1/{n_bins} of the total)",
             )
         )
     ax.legend(handles=handles, loc="upper left", fontsize="small")
