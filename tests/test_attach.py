@@ -224,3 +224,20 @@ def test_reads_a_path_and_leaves_the_model_alone(magic, tmp_path):
     merged = attach(str(path), cal, output="probabilities", column=-1)
     assert onx.SerializeToString() == before
     _check(merged, cal, X_test, _scores(onx, X_test)[:, 1], np.float32)
+
+
+def test_attach_is_lazy_and_public():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, bernonnx\n"
+        "assert 'onnx' not in sys.modules and 'skl2onnx' not in sys.modules\n"
+        "from bernonnx import attach\n"
+        "assert callable(attach) and attach.__name__ == 'attach'\n"
+        "assert 'attach' in bernonnx.__all__ and 'attach' in dir(bernonnx)\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
