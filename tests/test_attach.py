@@ -140,6 +140,28 @@ def test_hand_built_graph_other_opset_clashing_names(opset):
     np.testing.assert_array_equal(out["score"], s)
 
 
+def test_multi_score_calibrator_reads_the_whole_output():
+    from bernonnx import MultivariateBernsteinCalibrator
+
+    rng = np.random.default_rng(2)
+    weights = numpy_helper.from_array(rng.normal(size=(3, 2)).astype(np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["scores"])],
+        "two_scores",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 3])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [None, 2])],
+        [weights],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    X = rng.normal(size=(1500, 3)).astype(np.float32)
+    S = _scores(model, X, "scores")
+    y = (S.sum(axis=1) + rng.normal(size=1500) > 0).astype(int)
+    cal = MultivariateBernsteinCalibrator().fit(S[:1000], y[:1000])
+    merged = attach(model, cal, output="scores")
+    _check(merged, cal, X, S, np.float32)
+
+
 @pytest.fixture(scope="module")
 def genhlth():
     """A float64 multinomial LogisticRegression on diabetes ``GenHlth`` (5 classes),
