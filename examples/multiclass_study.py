@@ -26,7 +26,7 @@ else ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout).
 
 Run from the repository root::
 
-    python examples/multiclass_study.py                  # 100,000 rows, a few minutes
+    python examples/multiclass_study.py                  # 100,000 rows, minutes (the MLP)
     python examples/multiclass_study.py --quick          # 20,000 rows, smaller network
     python examples/multiclass_study.py --plot top_label.png --out multiclass.md
 """
