@@ -8,6 +8,7 @@ from .histogram import HistogramCalibrator, PlattHistogramCalibrator
 from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
+from .temperature import TemperatureCalibrator
 
 __version__ = "0.1.0.dev0"
 
@@ -20,6 +21,8 @@ __all__ = [
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
+    "TemperatureCalibrator",
+    "attach",
     "check_parity",
     "metrics",
     "to_onnx",
@@ -39,8 +42,14 @@ def __getattr__(name: str):
         value = getattr(export, name)
         globals()[name] = value
         return value
+    if name == "attach":
+        # a private module: a submodule named "attach" would shadow this function
+        from ._attach import attach
+
+        globals()[name] = attach
+        return attach
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_EXPORT))
+    return sorted(set(globals()) | set(_LAZY_EXPORT) | {"attach"})

@@ -54,6 +54,10 @@ class Entry:
         Its ``--method`` names, the first being the default construction.
     multi : bool
         True if it reads several score columns at once (fusion); False for one score.
+    multiclass : bool
+        True if it calibrates all K class scores of a multiclass problem jointly
+        (K columns in, K probabilities out): ``CalibratedClassifier`` then fits one
+        on all columns instead of one per class (one-vs-rest).
     plot : str or None
         ``"module:object"`` of its plotting hooks (``bernonnx.plotting``), or None if
         it has no calibration-function picture.
@@ -64,6 +68,7 @@ class Entry:
     variants: tuple[Variant, ...]
     multi: bool = False
     plot: str | None = None
+    multiclass: bool = False
 
     @property
     def name(self) -> str:
@@ -163,6 +168,17 @@ CALIBRATORS: tuple[Entry, ...] = (
         ),
         multi=True,
         plot="bernonnx.plotting._hooks:MULTIVARIATE_BERNSTEIN",
+    ),
+    Entry(
+        "bernonnx.temperature:TemperatureCalibrator",
+        "bernonnx.converters.temperature:emit_temperature",
+        (
+            Variant(
+                "temperature",
+                "TemperatureCalibrator(): temperature scaling of logits (Guo et al. 2017)",
+            ),
+        ),
+        multiclass=True,
     ),
 )
 

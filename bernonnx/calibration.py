@@ -30,6 +30,7 @@ from ._meta import (
     response_scores,
     score_columns,
 )
+from ._registry import entry_for
 from ._validation import HasMethods, IntInterval, StrOptions, _fit_context, _safe_indexing
 from .bernstein import BernsteinCalibrator
 
@@ -54,10 +55,13 @@ class CalibratedPair:
         self.log_odds_from = log_odds_source(estimator, response_method, log_odds)
 
     def predict_proba(self, X):
-        """One-vs-rest calibrated probabilities, rows renormalised to sum to 1."""
+        """One-vs-rest calibrated probabilities, rows renormalised to sum to 1; a
+        multiclass calibrator's own probabilities of all the score columns."""
         scores = response_scores(
             self.estimator, X, self.response_method, self.log_odds, self.classes
         )
+        if scores.ndim == 2 and is_multiclass_calibrator(self.calibrators[0]):
+            return self.calibrators[0].predict_proba(scores).astype(np.float64)
         return combine_one_vs_rest(
             [
                 cal.predict_proba(col)[:, 1]
@@ -67,9 +71,24 @@ class CalibratedPair:
         )
 
 
+def is_multiclass_calibrator(calibrator) -> bool:
+    """True for a calibrator of all K class scores at once (``multiclass`` in the
+    registry, e.g. ``TemperatureCalibrator``), False for a one-vs-rest one."""
+    try:
+        return entry_for(calibrator).multiclass
+    except TypeError:
+        return False
+
+
 def _fit_calibrators(
     estimator, scores, y_enc, classes, calibrator, sample_weight, method, log_odds
 ):
+    if scores.ndim == 2 and is_multiclass_calibrator(calibrator):
+        # one calibrator of the K columns, on the encoded labels 0..K-1 (column order)
+        cal = clone(calibrator).fit(scores, y_enc, sample_weight=sample_weight)
+        return CalibratedPair(
+            estimator, [cal], classes=classes, response_method=method, log_odds=log_odds
+        )
     calibrators = []
     for k, col in enumerate(score_columns(scores)):
         target = (y_enc == (1 if scores.ndim == 1 else k)).astype(np.int64)
@@ -110,7 +129,9 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
     (one calibrated copy of the classifier per fold, averaged, or one
     classifier plus calibrators fitted on out-of-fold scores) or prefit
     (wrap the fitted classifier in ``sklearn.frozen.FrozenEstimator``).
-    Multiclass problems are calibrated one-vs-rest and renormalised.
+    Multiclass problems are calibrated one-vs-rest and renormalised, except by a
+    multiclass calibrator (``TemperatureCalibrator``), fitted once on all K score
+    columns.
 
     Parameters
     ----------
@@ -120,7 +141,8 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         without refitting.
     calibrator : estimator, default=None
         Any bernonnx calibrator (``fit(scores, y, sample_weight)``,
-        ``predict_proba(scores)``); cloned per class and per fold.
+        ``predict_proba(scores)``); cloned per class and per fold (per fold only
+        for a multiclass calibrator, which reads all K columns).
         ``BernsteinCalibrator()`` if None.
     cv : int, cross-validation generator or iterable, default=None
         Folds as in ``CalibratedClassifierCV`` (None: 5-fold stratified).

@@ -11,8 +11,9 @@ Pipeline::
 
 Modules, one per estimator module, plus what they share:
 
-- ``bernstein``, ``platt``, ``isotonic``, ``histogram``, ``multivariate``: each
-  calibrator's emitter (found through ``bernonnx._registry.CALIBRATORS``);
+- ``bernstein``, ``platt``, ``isotonic``, ``histogram``, ``multivariate``,
+  ``temperature``: each calibrator's emitter (found through
+  ``bernonnx._registry.CALIBRATORS``);
 - ``calibrator``: any calibrator on its own; ``calibration``:
   ``CalibratedClassifier``; ``fusion``: ``FusionClassifier``;
 - ``base_scores``: the base models inside the graph; ``exact`` (with

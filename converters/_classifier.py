@@ -80,9 +80,9 @@ def calculate_classifier_output_shapes(operator):
     """Label (N,) and probabilities (N, n_classes); the types were set by the parser.
 
     Checks the inputs first: numeric tensors holding, for a calibrator alone,
-    its 1 score column (M for a multi-score one; one input per column, as a
-    DataFrame gives, is fine), and for a calibration or fusion stage, each base
-    model's K score columns (two when binary).
+    its 1 score column (M for a multi-score one, K for a multiclass one; one
+    input per column, as a DataFrame gives, is fine), and for a calibration or
+    fusion stage, each base model's K score columns (two when binary).
     """
     model = operator.raw_operator
     name = type(model).__name__
@@ -97,7 +97,8 @@ def calculate_classifier_output_shapes(operator):
     except TypeError:  # a stage: one input per base model
         groups, expected = [[var] for var in operator.inputs], max(len(model.classes_), 2)
     else:  # a calibrator alone: the inputs side by side are its scores
-        groups, expected = [operator.inputs], int(model.n_features_in_) if entry.multi else 1
+        wide = entry.multi or entry.multiclass
+        groups, expected = [operator.inputs], int(model.n_features_in_) if wide else 1
     for group in groups:
         columns = [_columns(var) for var in group]
         if all(isinstance(c, int) for c in columns) and sum(columns) != expected:

@@ -8,7 +8,8 @@ feed one ``BernonnxCalibrationStage`` operator, whose converter emits::
 
     per fold pair:  scores -> Cast(double) -> [log-odds] -> [column of each class]
                     -> calibrator (its registered emitter)
-                    binary: [1 - p, p];  multiclass: p_k / sum_k p_k (uniform if 0)
+                    binary: [1 - p, p];  multiclass: p_k / sum_k p_k (uniform if 0),
+                    or a multiclass calibrator on all K columns at once
     mean over pairs -> probabilities (Cast to the graph's float type)
     ArgMax -> Gather(classes) -> label
 
@@ -18,6 +19,7 @@ This mirrors ``CalibratedPair.predict_proba`` and ``CalibratedClassifier.predict
 
 from __future__ import annotations
 
+from bernonnx.calibration import is_multiclass_calibrator
 from bernonnx.converters._classifier import (
     basis_option,
     calibrate,
@@ -55,8 +57,10 @@ def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis:
     raw = scores_to_double(
         g, score, pair.response_method, pair.log_odds, getattr(pair, "log_odds_from", None)
     )
-    columns = [1] if n_classes == 2 else list(range(n_classes))
     cal_writer = GraphWriter(g.scope, g.container, f"{g.prefix}_cal")
+    if n_classes > 2 and is_multiclass_calibrator(pair.calibrators[0]):
+        return calibrate(cal_writer, raw, pair.calibrators[0], pair=False, basis=basis)
+    columns = [1] if n_classes == 2 else list(range(n_classes))
     positives = [
         calibrate(
             cal_writer, cal_writer.column(raw, column), cal, pair=n_classes == 2, basis=basis

@@ -7,7 +7,9 @@ between the input and the outputs are the calibrator's registered emitter::
                                                             -> Cast -> probabilities
 
 Input: the scores (N, 1), or (N, M) for a multi-score calibrator (or M inputs
-(N, 1), one per column, as a DataFrame gives).
+(N, 1), one per column, as a DataFrame gives). A multiclass calibrator
+(``TemperatureCalibrator``) reads (N, K) scores and its emitter gives the (N, K)
+probabilities directly.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from bernonnx.converters._graph import GraphWriter, check_opset
 
 def parse_score_calibrator(scope, model, inputs, custom_parsers=None):
     """A calibrator alone: (N, 1) scores ((N, M) for a multi-score one) in,
-    label and (N, 2) probabilities out."""
+    label and (N, 2) probabilities out ((N, K) for a multiclass one)."""
     operator = scope.declare_local_operator(entry_for(model).onnx_alias, model)
     operator.inputs.extend(inputs)
-    return declare_outputs(scope, operator, model, inputs, 2)
+    return declare_outputs(scope, operator, model, inputs, max(len(model.classes_), 2))
 
 
 def convert_score_calibrator(scope, operator, container):

@@ -48,6 +48,14 @@ def test_credit_card_study_quick():
     assert "keeps the test AUC exactly" in out
 
 
+@needs_shared
+def test_multiclass_study_quick(tmp_path):
+    out = run("multiclass_study.py", "--quick", "--plot", str(tmp_path / "top.png"))
+    assert "temperature keeps the network's accuracy: True" in out
+    assert out.count("| sklearn ") == 3
+    assert (tmp_path / "top.png").stat().st_size > 10_000
+
+
 def test_transform_study_quick():
     out = run("transform_study.py", "--quick")
     assert out.count("## ") == 4

@@ -57,12 +57,16 @@ def test_all_lists_the_public_functions():
         "brier_decomposition",
         "brier_score",
         "calibration_report",
+        "classwise_calibration_error",
         "expected_calibration_error",
         "grid_calibration_error",
         "log_loss",
         "maximum_calibration_error",
+        "multiclass_brier_score",
+        "multiclass_log_loss",
         "reliability_table",
         "rms_calibration_error",
+        "top_label_calibration_error",
     ]
 
 

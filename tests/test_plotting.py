@@ -88,7 +88,9 @@ def test_reliability_diagram_one_line_per_calibrator(data, probs, tmp_path):
     labels = [line.get_label() for line in ax.lines[1:]]
     assert [label.split(" (ECE = ")[0] for label in labels] == list(probs)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend[1:] == labels
+    assert legend[1:-1] == labels
+    # the last entry says what the marker sizes mean
+    assert legend[-1].startswith("marker area = bin weight")
     for line, p in zip(ax.lines[1:], probs.values(), strict=True):
         table = reliability_table(y, p, n_bins=N_BINS, strategy="quantile")
         np.testing.assert_allclose(line.get_xdata(), table["mean_predicted"])

@@ -1,4 +1,4 @@
-"""The ``bernonnx`` command line: ``demo``, ``compare`` and ``export``.
+"""The ``bernonnx`` command line: ``demo``, ``compare``, ``export`` and ``attach``.
 
 Installed as the ``bernonnx`` console script (``python -m bernonnx`` runs the same
 :func:`main`). Results go to standard output; progress lines and errors go to standard
@@ -12,10 +12,11 @@ does for usage errors; 3 the ONNX graph does not reproduce Python (``export``, `
 Everything is checked before anything is written, and every file is written whole
 (a temporary file in the same folder, then renamed).
 
-Layout: :mod:`._parser` the arguments; :mod:`.demo`, :mod:`.compare` and :mod:`.export`
-one command each; :mod:`._csv` reads the input, :mod:`._methods` the ``--method`` names
-(from :mod:`bernonnx._registry`) and their fits, :mod:`._table` formats the results,
-:mod:`._files` writes the outputs, :mod:`._base` the exit statuses and progress lines.
+Layout: :mod:`._parser` the arguments; :mod:`.demo`, :mod:`.compare`, :mod:`.export` and
+:mod:`.attach` one command each; :mod:`._csv` reads the input, :mod:`._methods` the
+``--method`` names (from :mod:`bernonnx._registry`) and their fits, :mod:`._table` formats
+the results, :mod:`._files` writes the outputs, :mod:`._base` the exit statuses and
+progress lines.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 
 from ._base import EXIT_FAILURE, EXIT_OK, EXIT_PARITY, EXIT_USAGE, InputError, _Progress
 from ._parser import _build_parser
+from .attach import _cmd_attach
 from .compare import _cmd_compare
 from .demo import _cmd_demo
 from .export import _cmd_export
@@ -73,7 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         progress = _Progress(quiet=args.quiet)
-        command = {"demo": _cmd_demo, "compare": _cmd_compare, "export": _cmd_export}
+        command = {
+            "demo": _cmd_demo,
+            "compare": _cmd_compare,
+            "export": _cmd_export,
+            "attach": _cmd_attach,
+        }
         return command[args.command](args, progress)
     except InputError as exc:
         print(f"bernonnx: error: {exc}", file=sys.stderr)

@@ -34,6 +34,9 @@ class _Method:
     kind: str
     make: Callable[[], object] | None = None
     needs_probabilities: bool = False
+    #: in ``compare``'s default set and the demo; False for temperature scaling, which
+    #: reads logits where the command line's scores are often probabilities
+    by_default: bool = True
 
     @property
     def exportable(self) -> bool:
@@ -48,6 +51,7 @@ def _registry_methods() -> tuple[_Method, ...]:
             "multi" if entry.multi else "1d",
             functools.partial(entry.make, variant),
             variant.needs_probabilities,
+            by_default=not entry.multiclass,
         )
         for entry in CALIBRATORS
         for variant in entry.variants
@@ -74,7 +78,7 @@ _ALIASES = {
     "raw": "uncalibrated",
 }
 #: the bernonnx calibrators the demo fits through CalibratedClassifier
-_DEMO_CALIBRATORS = tuple(m.name for m in _METHOD_LIST if m.kind == "1d")
+_DEMO_CALIBRATORS = tuple(m.name for m in _METHOD_LIST if m.kind == "1d" and m.by_default)
 
 
 def _method(name: str) -> _Method:
@@ -85,12 +89,14 @@ def _method(name: str) -> _Method:
     return _METHODS[key]
 
 
-def _methods_help() -> str:
-    width = max(len(m.name) for m in _METHOD_LIST)
+def _methods_help(exportable_only: bool = False) -> str:
+    """The ``--method`` list of a help text; only the exportable ones for ``export``."""
+    methods = [m for m in _METHOD_LIST if m.exportable or not exportable_only]
+    width = max(len(m.name) for m in methods)
     indent = " " * (width + 4)
     lines = [
         textwrap.fill(f"  {m.name:<{width}}  {m.summary}", width=99, subsequent_indent=indent)
-        for m in _METHOD_LIST
+        for m in methods
     ]
     return "methods (--method):\n" + "\n".join(lines) + "\n"
 

@@ -79,13 +79,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the whole job on bundled data: train, calibrate, compare, plot, export",
         description="Train a HistGradientBoostingClassifier on the UCI credit-card default "
         "data (30,000 rows, shipped inside the package, licensed CC BY 4.0: I-C. Yeh, UCI "
-        "Machine Learning Repository; no download), split train / calibration / test "
-        "60/20/20 stratified; calibrate its probabilities with every bernonnx calibrator "
-        "(CalibratedClassifier on the frozen model) and with scikit-learn's sigmoid and "
-        "isotonic CalibratedClassifierCV; print ECE, MCE, Brier, log loss, AUC and fit "
-        "time on the test rows; draw reliability diagrams; export the calibrator with the "
-        "best test log loss, with the model, as one ONNX graph, check it in onnxruntime "
-        "and write a Triton model repository.",
+        "Machine Learning Repository; no download), split train / calibration / "
+        "validation / test 50/20/10/20 stratified; calibrate its probabilities with every "
+        "bernonnx calibrator (CalibratedClassifier on the frozen model) and with "
+        "scikit-learn's sigmoid and isotonic CalibratedClassifierCV; print ECE, MCE, Brier, "
+        "log loss, AUC and fit time on the test rows; draw reliability diagrams; export the "
+        "calibrator with the best validation log loss (chosen on rows the test metrics do "
+        "not use), with the model, as one ONNX graph, check it in onnxruntime and write a "
+        "Triton model repository.",
         epilog=_EXIT_HELP,
         formatter_class=formatter,
     )
@@ -108,8 +109,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "rows (default) or by K-fold cross-validated out-of-fold predictions. With one "
         "--score column the one-score calibrators run on it; with several, "
         "'multivariate' fuses the score matrix and the one-score calibrators run on the "
-        "row mean. Default methods: all but multivariate-log (slow); the ones taking "
-        "probabilities are skipped when the scores are not in [0, 1].",
+        "row mean. Default methods: all but multivariate-log (slow) and temperature (it "
+        "reads logits); the ones taking probabilities are skipped when the scores are not "
+        "in [0, 1].",
         epilog=_methods_help() + "\n" + _EXIT_HELP,
         formatter_class=formatter,
     )
@@ -161,7 +163,7 @@ def _build_parser() -> argparse.ArgumentParser:
         ".onnx file. Rows whose label is empty or NA are dropped and counted. "
         "Optionally writes a Triton model repository and the ORT "
         "format for onnxruntime-mobile.",
-        epilog=_methods_help() + "\n" + _EXIT_HELP,
+        epilog=_methods_help(exportable_only=True) + "\n" + _EXIT_HELP,
         formatter_class=formatter,
     )
     _add_data_arguments(export)
@@ -180,5 +182,47 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--ort", action="store_true", help="also write the ORT format next to the ONNX file"
+    )
+
+    attach = commands.add_parser(
+        "attach",
+        help="fit a calibrator on a CSV of an ONNX model's scores and merge it into the model",
+        description="Fit one calibrator on a CSV of the scores a model that ships as ONNX "
+        "gives (and the true labels), then write ONE graph: the model's inputs, unchanged, "
+        "and the outputs 'label' and 'probabilities' of the calibrator reading the model "
+        "output --output (its column --column). One-score methods read one --score column; "
+        "'temperature' with one --score column per class (in the order of the sorted "
+        "labels) calibrates the (N, K) logits or log-probabilities jointly. Opsets are "
+        "reconciled and names made unique (bernonnx.attach). The model's inputs are not in "
+        "the CSV, so no parity check runs here: compare the merged graph's probabilities "
+        "with the calibrator run on the model's own ONNX scores.",
+        epilog=_methods_help(exportable_only=True) + "\n" + _EXIT_HELP,
+        formatter_class=formatter,
+    )
+    attach.add_argument("model", metavar="MODEL.onnx", help="the model's ONNX file")
+    _add_data_arguments(attach)
+    attach.add_argument(
+        "--output", required=True, metavar="NAME", help="the model output holding the scores"
+    )
+    attach.add_argument(
+        "--column",
+        type=int,
+        metavar="K",
+        help="the score column of a 2-D output (e.g. 1 for (N, 2) probabilities); default: "
+        "the whole output, (N,) or (N, 1), or (N, K) for temperature",
+    )
+    attach.add_argument(
+        "--method", default="bernstein", metavar="M", help="the calibrator (default: bernstein)"
+    )
+    attach.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")
+    attach.add_argument(
+        "--keep-outputs",
+        action="store_true",
+        help="keep the model's own outputs (renamed model_label / model_probabilities if "
+        "they clash)",
+    )
+    attach.add_argument("--triton", metavar="DIR", help="also write a Triton model repository")
+    attach.add_argument(
+        "--name", metavar="NAME", help="Triton model name (default: the ONNX file's stem)"
     )
     return parser

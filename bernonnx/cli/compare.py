@@ -38,7 +38,7 @@ def _select_methods(names: list[str] | None, data: _Data, progress: _Progress) -
             if method.needs_probabilities:
                 _check_probabilities(method, mean[:, None], where)
         return chosen
-    chosen = [m for m in _METHOD_LIST if m.kind != "multi" or multi]
+    chosen = [m for m in _METHOD_LIST if (m.kind != "multi" or multi) and m.by_default]
     # the slow log-loss fusion only on request: a cvxpy solve per degree and fold
     chosen = [m for m in chosen if m.name != "multivariate-log"]
     in_unit = mean.min() >= 0.0 and mean.max() <= 1.0

@@ -1,4 +1,4 @@
-"""Calibration metrics for binary probability predictions.
+"""Calibration metrics for binary probability predictions, and for multiclass ones.
 
 Every function takes the true labels, the predicted probabilities of the positive class and
 optional sample weights, where a weight ``k`` means exactly the same as repeating the row ``k``
@@ -14,7 +14,9 @@ All arithmetic is done in float64 whatever the input dtype.
 Layout: :mod:`._inputs` checks the arguments every metric shares; :mod:`.binned` the
 reliability table and the ECE family; :mod:`.scores` the Brier score, the log loss and
 Murphy's decomposition; :mod:`.report` all of them at once; :mod:`.grid` the grid
-calibration error over several scores.
+calibration error over several scores; :mod:`.multiclass` the metrics of (n, k) class
+probabilities (top-label and classwise ECE, multiclass Brier score and log loss), which
+:func:`calibration_report` also accepts.
 """
 
 from .binned import (
@@ -24,6 +26,12 @@ from .binned import (
     rms_calibration_error,
 )
 from .grid import grid_calibration_error
+from .multiclass import (
+    classwise_calibration_error,
+    multiclass_brier_score,
+    multiclass_log_loss,
+    top_label_calibration_error,
+)
 from .report import calibration_report
 from .scores import brier_decomposition, brier_score, log_loss
 
@@ -31,10 +39,14 @@ __all__ = [
     "brier_decomposition",
     "brier_score",
     "calibration_report",
+    "classwise_calibration_error",
     "expected_calibration_error",
     "grid_calibration_error",
     "log_loss",
     "maximum_calibration_error",
+    "multiclass_brier_score",
+    "multiclass_log_loss",
     "reliability_table",
     "rms_calibration_error",
+    "top_label_calibration_error",
 ]

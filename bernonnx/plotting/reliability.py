@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from bernonnx.metrics import expected_calibration_error, reliability_table
+from bernonnx.metrics.multiclass import _Multiclass
 
 from ._common import _new_axes
 
@@ -38,16 +40,20 @@ def reliability_diagram(
     show_histogram: bool = True,
     ax=None,
     title: str | None = None,
+    labels: ArrayLike | None = None,
 ):
     """Reliability diagram: positive rate against mean prediction, bin by bin.
 
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        True labels, two distinct values at most.
-    y_prob : array-like of shape (n_samples,) or dict of str to array-like
+        True labels, two distinct values at most (binary ``y_prob``).
+    y_prob : array-like of shape (n_samples,) or (n_samples, n_classes), or dict
         Probabilities of the positive class; a dict ``{label: probabilities}`` draws
-        several calibrators (same ``y_true``) on one figure, in the dict's order.
+        several calibrators (same ``y_true``) on one figure, in the dict's order
+        (values of those shapes). Class probabilities (n, k) with k >= 3 draw the
+        top-label diagram: accuracy against the confidence ``max_k p_k`` (Guo et al.
+        2017).
     n_bins : int, default=10
         Number of bins before empty bins are dropped.
     strategy : {"uniform", "quantile"}, default="uniform"
@@ -59,8 +65,8 @@ def reliability_diagram(
         The positive label, as in :func:`bernonnx.metrics.reliability_table`.
     show_weights : {"size", None}, default="size"
         ``"size"``: each bin's marker area is proportional to its share of the total
-        weight (``36 * n_bins * share`` points^2, so an equal-mass bin gets 36); None:
-        equal markers.
+        weight (``36 * n_bins * share`` points^2, so an equal-mass bin gets 36), and
+        the legend says so; None: equal markers.
     show_histogram : bool, default=True
         Draw each curve's weight share per bin as bars on an Axes beneath the diagram
         (sharing its x axis; it takes 30% of ``ax``'s height). With several curves,
@@ -69,6 +75,9 @@ def reliability_diagram(
         Where to draw; a new figure when None.
     title : str, default=None
         Axes title.
+    labels : array-like of shape (n_classes,), default=None
+        Top-label mode only: the label of each column (default: the sorted labels of
+        ``y_true``, which must then all occur).
 
     Returns
     -------
@@ -108,10 +117,24 @@ def reliability_diagram(
     curves = _curves(y_prob)
     # every check runs before a figure exists, so an error leaves no empty figure behind
     tables, eces = {}, {}
+    top_label = [np.ndim(p) == 2 and np.shape(p)[1] > 2 for p in curves.values()]
+    if any(top_label) and not all(top_label):
+        raise ValueError(
+            "y_prob mixes (n, k) class probabilities and binary probabilities: draw "
+            "them on separate diagrams"
+        )
+    if all(top_label) and pos_label is not None:
+        raise ValueError("pos_label applies to binary y_prob; got (n, k) probabilities")
     for label, p in curves.items():
         kwargs = dict(n_bins=n_bins, strategy=strategy, sample_weight=sample_weight)
-        tables[label] = reliability_table(y_true, p, pos_label=pos_label, **kwargs)
-        eces[label] = expected_calibration_error(y_true, p, pos_label=pos_label, **kwargs)
+        y, p_curve = y_true, p
+        if all(top_label):
+            # top-label mode: was the predicted class right, against its probability
+            checked = _Multiclass(y_true, p, sample_weight, labels).top_label()
+            y, p_curve = checked.y, checked.p
+        tables[label] = reliability_table(y, p_curve, pos_label=pos_label, **kwargs)
+        eces[label] = expected_calibration_error(y, p_curve, pos_label=pos_label, **kwargs)
+    x_label = "confidence (top-label probability)" if all(top_label) else None
 
     ax = _new_axes(ax, (5.5, 6.5) if show_histogram else (5.5, 5.0))
     ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", linewidth=1, label="perfectly calibrated")
@@ -138,14 +161,30 @@ def reliability_diagram(
         )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("fraction of positives")
-    ax.legend(loc="upper left", fontsize="small")
+    ax.set_ylabel("accuracy" if x_label else "fraction of positives")
+    handles, _ = ax.get_legend_handles_labels()
+    if show_weights == "size":
+        # a legend-only marker (not on the Axes): what the marker sizes mean
+        from matplotlib.lines import Line2D
+
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker="o",
+                linestyle="none",
+                color="0.5",
+                markersize=_MARKER_AREA**0.5,
+                label=f"marker area = bin weight (this size: 1/{n_bins} of the total)",
+            )
+        )
+    ax.legend(handles=handles, loc="upper left", fontsize="small")
     if title is not None:
         ax.set_title(title)
 
     ax.bernonnx_histogram = None
     if not show_histogram:
-        ax.set_xlabel("mean predicted probability")
+        ax.set_xlabel(x_label or "mean predicted probability")
         return ax
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
@@ -165,7 +204,7 @@ def reliability_diagram(
             label=label,
         )
     ax.tick_params(labelbottom=False)
-    hist.set_xlabel("mean predicted probability")
+    hist.set_xlabel(x_label or "mean predicted probability")
     hist.set_ylabel("weight share")
     hist.set_ylim(bottom=0)
     ax.bernonnx_histogram = hist

@@ -1,0 +1,370 @@
+"""``attach``: a fitted calibrator appended to a model that already ships as ONNX.
+
+For models exported by PyTorch, TensorFlow, XGBoost or another team's pipeline:
+the calibrator is exported alone by our converters (:func:`bernonnx.export.to_onnx`,
+at the dtype of the model's score output), an adapter picks its score column,
+and ``onnx.compose`` joins the two graphs into one::
+
+    model inputs -> model -> output (N,), (N, 1) or (N, K)
+                 -> [Gather(column) | Reshape(N, 1)] -> Cast(double) -> calibrator
+                 -> label (N,), probabilities (N, n_classes)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import numpy as np
+import onnx
+import skl2onnx
+from onnx import TensorProto, compose, helper, version_converter
+
+from bernonnx import __version__
+from bernonnx._registry import entry_for
+from bernonnx.converters._graph import MIN_OPSET
+
+from .export.convert import _describe, to_onnx
+
+__all__ = ["attach"]
+
+_OUTPUTS = ("label", "probabilities")
+_FLOATS = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64}
+
+
+def _subgraphs(graph: onnx.GraphProto) -> Iterable[onnx.GraphProto]:
+    """``graph`` and every subgraph of its control-flow nodes, recursively."""
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                yield from _subgraphs(sub)
+
+
+def _tensor_names(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor and node name of ``graph`` and its subgraphs."""
+    names: set[str] = set()
+    for g in _subgraphs(graph):
+        names.update(i.name for i in g.input)
+        names.update(o.name for o in g.output)
+        names.update(t.name for t in g.initializer)
+        names.update(v.name for v in g.value_info)
+        for node in g.node:
+            names.update(node.input)
+            names.update(node.output)
+            names.add(node.name)
+    names.discard("")
+    return names
+
+
+def _rename(graph: onnx.GraphProto, mapping: dict[str, str]) -> None:
+    """Rename tensors (not inputs) of ``graph`` and its subgraphs in place."""
+    for g in _subgraphs(graph):
+        for items in (g.output, g.initializer, g.value_info):
+            for item in items:
+                item.name = mapping.get(item.name, item.name)
+        for node in g.node:
+            node.input[:] = [mapping.get(name, name) for name in node.input]
+            node.output[:] = [mapping.get(name, name) for name in node.output]
+
+
+def _unique(base: str, taken: set[str]) -> str:
+    name, i = base, 1
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    return name
+
+
+def _used_domains(model: onnx.ModelProto) -> set[str]:
+    domains = {node.domain for g in _subgraphs(model.graph) for node in g.node}
+    return {"" if d == "ai.onnx" else d for d in domains}
+
+
+def _opset(model: onnx.ModelProto, domain: str) -> int | None:
+    for entry in model.opset_import:
+        if entry.domain in ((domain, "ai.onnx") if domain == "" else (domain,)):
+            return int(entry.version)
+    return None
+
+
+def _set_opset(model: onnx.ModelProto, domain: str, version: int) -> None:
+    for entry in model.opset_import:
+        if entry.domain == domain:
+            entry.version = version
+            return
+    model.opset_import.add(domain=domain, version=version)
+
+
+def _prune(graph: onnx.GraphProto) -> None:
+    """Drop the nodes and initializers no graph output depends on."""
+    needed = {o.name for o in graph.output}
+    keep = []
+    for node in reversed(graph.node):  # nodes are in topological order
+        if needed.intersection(node.output):
+            keep.append(node)
+            needed.update(node.input)
+            for attribute in node.attribute:  # names a subgraph reads from outside
+                for sub in [attribute.g] if attribute.HasField("g") else attribute.graphs:
+                    for g in _subgraphs(sub):
+                        needed.update(name for n in g.node for name in n.input)
+    del graph.node[:]
+    graph.node.extend(reversed(keep))
+    initializers = [t for t in graph.initializer if t.name in needed]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+
+
+def _score_output(model: onnx.ModelProto, output: str):
+    """The ValueInfo of ``output``, its float dtype and its shape's dims (None if unknown)."""
+    outputs = {o.name: o for o in model.graph.output}
+    if output not in outputs:
+        raise ValueError(
+            f"output must name one of the model's outputs {list(outputs)}, got {output!r}"
+        )
+    info = outputs[output]
+    tensor = info.type.tensor_type
+    if not info.type.HasField("tensor_type") or tensor.elem_type not in _FLOATS:
+        kind = TensorProto.DataType.Name(tensor.elem_type) if tensor.elem_type else "non-tensor"
+        raise ValueError(
+            f"output {output!r} must be a float or double tensor of scores, got {kind}"
+        )
+    dims = None
+    if tensor.HasField("shape"):
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+    return info, _FLOATS[tensor.elem_type], dims
+
+
+def _adapter(score_dims, column, width: int, output: str, calibrator) -> tuple[str, list]:
+    """How the score output becomes the calibrator's (N, width) input: "gather",
+    "reshape" or "identity", with the Gather index."""
+    name = type(calibrator).__name__
+    rank = None if score_dims is None else len(score_dims)
+    columns = None if rank != 2 else score_dims[1]
+    if column is not None:
+        if width != 1:
+            raise ValueError(
+                f"column must be None for {name}, which reads all {width} columns of "
+                f"{output!r}; got column={column!r}"
+            )
+        if isinstance(column, bool) or not isinstance(column, int | np.integer):
+            raise ValueError(f"column must be an int or None, got {column!r}")
+        if rank is not None and rank != 2:
+            raise ValueError(
+                f"column={column} needs a 2-D output, but {output!r} has shape {score_dims}"
+            )
+        if columns is not None and not -columns <= column < columns:
+            raise ValueError(
+                f"column={column} is out of range for output {output!r} of {columns} columns"
+            )
+        return "gather", [int(column)]
+    if width == 1:
+        if rank == 1:
+            return "reshape", []
+        if rank is not None and rank != 2 or columns not in (1, None):
+            raise ValueError(
+                f"output {output!r} has shape {score_dims}: {name} reads one score, so pass "
+                "column= (the score column), or give an (N,) or (N, 1) output"
+            )
+        return "reshape", []
+    if rank is not None and (rank != 2 or columns not in (width, None)):
+        raise ValueError(
+            f"{name} was fitted on {width} score columns, but output {output!r} has shape "
+            f"{score_dims}"
+        )
+    return "identity", []
+
+
+def _calibrator_graph(calibrator, dtype, opset: int, ml_opset: int | None) -> onnx.ModelProto:
+    """The calibrator alone, at ai.onnx ``opset``, importing only the domains it uses."""
+    width = int(calibrator.n_features_in_)
+    target = {"": min(opset, skl2onnx.get_latest_tested_opset_version())}
+    if ml_opset is not None:
+        target["ai.onnx.ml"] = ml_opset
+    onx = to_onnx(calibrator, np.zeros((1, width), dtype=dtype), dtype=dtype, target_opset=target)
+    used = _used_domains(onx)
+    imports = [e for e in onx.opset_import if e.domain in used or e.domain == ""]
+    del onx.opset_import[:]
+    onx.opset_import.extend(imports)
+    # skl2onnx declares the lowest opset its nodes need; they were written for ``target``
+    _set_opset(onx, "", target[""])
+    if opset > target[""]:
+        onx = version_converter.convert_version(onx, opset)
+    return onx
+
+
+def attach(
+    model,
+    calibrator,
+    *,
+    output: str,
+    column: int | None = None,
+    keep_outputs: bool = False,
+) -> onnx.ModelProto:
+    """One ONNX graph: ``model`` followed by the fitted ``calibrator`` on one of its outputs.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto or path
+        The model, as exported by any tool (PyTorch, TensorFlow, skl2onnx...).
+        It is not modified.
+    calibrator : fitted bernonnx calibrator
+        Fitted on the model's scores, as ``output`` (and ``column``) gives them:
+        a one-score calibrator (``BernsteinCalibrator``, ``PlattCalibrator``...),
+        a multi-score one on all columns, or a multiclass one
+        (``TemperatureCalibrator``) on the (N, K) logits or probabilities.
+    output : str
+        The model output holding the scores: a float or double tensor.
+    column : int, optional
+        The score column of a 2-D ``output`` for a one-score calibrator (e.g. 1
+        for a binary classifier's (N, 2) probabilities). None: the whole output,
+        which must then be (N,) or (N, 1) for a one-score calibrator, and (N, K)
+        for one fitted on K columns.
+    keep_outputs : bool, default=False
+        Keep the model's own outputs next to ``label`` and ``probabilities``.
+        An original output or tensor named ``label`` or ``probabilities`` is
+        renamed ``model_label`` / ``model_probabilities`` (the first free name).
+
+    Returns
+    -------
+    onnx.ModelProto
+        The model's inputs, unchanged, and the outputs ``label`` (N,) and
+        ``probabilities`` (N, n_classes) in the score output's float type (plus
+        the kept outputs). The calibrator computes in float64 inside.
+
+    Notes
+    -----
+    Opsets are reconciled: the calibrator is exported at the model's ai.onnx
+    opset (from 13 on; a model below 13 is converted up to 13 by
+    ``onnx.version_converter``), importing no ai.onnx.ml unless it uses it; the
+    IR version is the larger of the two. The calibrator's names get a prefix
+    that no name of the model has. ``metadata_props`` keeps the model's entries
+    and adds what was attached (``attach_output``, ``attach_column``, the
+    calibrator, the library versions, the model's producer).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skl2onnx import to_onnx as skl_to_onnx
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from bernonnx import PlattCalibrator, attach
+    >>> from bernonnx.deploy import run_onnx
+    >>> X, y = make_classification(1000, random_state=0)
+    >>> X = X.astype(np.float32)
+    >>> lr = LogisticRegression().fit(X[:500], y[:500])
+    >>> onx = skl_to_onnx(lr, X[:1], options={"zipmap": False}, target_opset=15)
+    >>> scores = run_onnx(onx, {"X": X[500:]})["probabilities"][:, 1]
+    >>> cal = PlattCalibrator().fit(scores, y[500:])
+    >>> merged = attach(onx, cal, output="probabilities", column=1)
+    >>> [o.name for o in merged.graph.output]
+    ['label', 'probabilities']
+    >>> p = run_onnx(merged, {"X": X[500:]})["probabilities"]
+    >>> bool(np.abs(p - cal.predict_proba(scores)).max() < 1e-6)
+    True
+    """
+    if isinstance(model, str | os.PathLike):
+        model = onnx.load(os.fspath(model))
+    if not isinstance(model, onnx.ModelProto):
+        raise ValueError(f"model must be an onnx.ModelProto or a path, got {type(model)!r}")
+    entry = entry_for(calibrator)  # TypeError for anything else
+    if not hasattr(calibrator, "classes_"):
+        raise ValueError(f"calibrator {type(calibrator).__name__} is not fitted")
+    base = onnx.ModelProto()
+    base.CopyFrom(model)
+    info, dtype, dims = _score_output(base, output)
+    width = int(calibrator.n_features_in_)
+    if width > 1 and not (entry.multi or entry.multiclass):
+        raise ValueError(f"{type(calibrator).__name__} must read one score column")
+    kind, index = _adapter(dims, column, width, output, calibrator)
+
+    opset = _opset(base, "")
+    if opset is None or opset < MIN_OPSET:
+        base = version_converter.convert_version(base, MIN_OPSET)
+        opset = MIN_OPSET
+    cal = _calibrator_graph(calibrator, dtype, opset, _opset(base, "ai.onnx.ml"))
+    for entry_ in cal.opset_import:
+        theirs = _opset(base, entry_.domain)
+        if theirs is not None and theirs != entry_.version:
+            raise ValueError(
+                f"the calibrator needs {entry_.domain or 'ai.onnx'} opset {entry_.version} "
+                f"and the model imports version {theirs}"
+            )
+
+    # the new outputs' names are free in the model: rename any tensor holding one
+    taken = _tensor_names(base.graph)
+    inputs = {i.name for i in base.graph.input}
+    clash = {name for name in _OUTPUTS if name in taken}
+    if clash & inputs:
+        raise ValueError(
+            f"the model has an input named {sorted(clash & inputs)[0]!r}, which attach adds "
+            "as an output; rename the model's input first"
+        )
+    renamed = {name: _unique(f"model_{name}", taken | set(_OUTPUTS)) for name in sorted(clash)}
+    _rename(base.graph, renamed)
+    output_name = renamed.get(output, output)
+    kept = [o.name for o in base.graph.output]
+    taken = _tensor_names(base.graph) | set(_OUTPUTS)
+
+    # the adapter: the model's score output in, the calibrator's (N, width) input out
+    cal_input = cal.graph.input[0].name
+    score = _unique("scores", _tensor_names(cal.graph))
+    feed = helper.make_tensor_value_info(score, info.type.tensor_type.elem_type, None)
+    feed.type.CopyFrom(info.type)
+    if kind == "gather":
+        indices = helper.make_tensor("column", TensorProto.INT64, [1], index)
+        adapter = helper.make_node("Gather", [score, "column"], [cal_input], axis=1)
+    elif kind == "reshape":
+        indices = helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 1])
+        adapter = helper.make_node("Reshape", [score, "shape"], [cal_input])
+    else:
+        indices, adapter = None, helper.make_node("Identity", [score], [cal_input])
+    adapter.name = "adapter"
+    if indices is not None:
+        cal.graph.initializer.append(indices)
+    cal.graph.node.insert(0, adapter)
+    del cal.graph.input[:]
+    cal.graph.input.append(feed)
+
+    prefix, i = "bernonnx_", 1
+    while any(name.startswith(prefix) for name in taken):
+        prefix, i = f"bernonnx{i}_", i + 1
+    cal = compose.add_prefix(cal, prefix, rename_outputs=False)
+    ir_version = max(base.ir_version, cal.ir_version)
+    base.ir_version = cal.ir_version = ir_version
+    merged = compose.merge_models(
+        base,
+        cal,
+        io_map=[(output_name, prefix + score)],
+        name=base.graph.name or "model",
+        doc_string=base.graph.doc_string,
+        producer_name="bernonnx",
+        producer_version=__version__,
+        domain=base.domain,
+        model_version=base.model_version,
+    )
+    graph = merged.graph
+    wanted = [*(_OUTPUTS), *(kept if keep_outputs else [])]
+    infos = {o.name: o for o in [*base.graph.output, *graph.output]}
+    del graph.output[:]
+    graph.output.extend(infos[name] for name in wanted)
+    _prune(graph)
+
+    # one import per domain (skl2onnx may repeat the default one)
+    imports = {e.domain: e.version for e in merged.opset_import}
+    del merged.opset_import[:]
+    merged.opset_import.extend(helper.make_opsetid(d, v) for d, v in imports.items())
+    del merged.metadata_props[:]
+    merged.metadata_props.extend(base.metadata_props)
+    meta = {
+        **_describe(calibrator),
+        "model": f"attach({base.producer_name or 'onnx'} model, {type(calibrator).__name__})",
+        "attach_output": output,
+        "attach_column": "" if column is None else str(column),
+        "attach_renamed": ",".join(f"{k}->{v}" for k, v in renamed.items()),
+        "model_producer": f"{base.producer_name} {base.producer_version}".strip(),
+    }
+    existing = {p.key for p in merged.metadata_props}
+    for key, value in meta.items():
+        merged.metadata_props.add(key=_unique(key, existing), value=value)
+    onnx.checker.check_model(merged)
+    return merged

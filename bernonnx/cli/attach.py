@@ -1,0 +1,117 @@
+"""``bernonnx attach``: a calibrator fitted on a model's scores, merged into its ONNX graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bernonnx._registry import entry_for
+
+from ._base import EXIT_OK, InputError, _Progress
+from ._csv import _as_number, _binary_target, _read_columns
+from ._files import _check_outputs, _write
+from ._methods import _METHOD_LIST, _check_probabilities, _method
+from .export import _triton_files, _triton_name
+
+
+def _class_labels(labels: list[str]) -> np.ndarray:
+    """The label texts as numbers when they all are (integers as int64), else as text."""
+    numbers = [_as_number(text) for text in labels]
+    if None in numbers:
+        return np.asarray(labels)
+    values = np.asarray(numbers, dtype=np.float64)
+    return values.astype(np.int64) if np.all(np.mod(values, 1) == 0) else values
+
+
+def _load_model(path: Path):
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        return onnx.load(str(path))
+    except (OSError, DecodeError) as exc:
+        raise InputError(f"cannot read the ONNX model {path}: {exc}") from exc
+
+
+def _fit(method, S: np.ndarray, labels: list[str], args):
+    """The calibrator of ``method`` fitted on the score matrix, and a description of y."""
+    calibrator = method.make()
+    multiclass = entry_for(calibrator).multiclass and S.shape[1] > 1
+    if multiclass:
+        if args.pos_label is not None:
+            raise InputError("--pos-label is for one-score methods; temperature reads all labels")
+        y = _class_labels(labels)
+        described = f"classes {', '.join(map(str, np.unique(y)))} (one --score column each)"
+    else:
+        if method.kind == "1d" and S.shape[1] > 1:
+            raise InputError(
+                f"method {method.name!r} calibrates one score column but {S.shape[1]} were "
+                "given; pass one --score, or a multivariate or multiclass method"
+            )
+        y, positive = _binary_target(labels, args.label, args.pos_label)
+        described = f"positive label {positive!r} is class 1"
+    try:
+        calibrator.fit(S, y)
+    except ValueError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(
+            f"method {method.name!r} cannot be fitted on {len(y)} rows: {reason}"
+        ) from exc
+    return calibrator, described
+
+
+def _cmd_attach(args, progress: _Progress) -> int:
+    from bernonnx import attach
+    from bernonnx.deploy import write_triton_repository
+
+    method = _method(args.method)
+    if not method.exportable:
+        exportable = ", ".join(m.name for m in _METHOD_LIST if m.exportable)
+        raise InputError(f"method {method.name!r} has no ONNX export; choose from {exportable}")
+    if args.name and not args.triton:
+        raise InputError("--name is the Triton model name: it needs --triton DIR")
+    out = Path(args.onnx)
+    outputs = [(f"--onnx {args.onnx}", out)]
+    name = None
+    if args.triton:
+        flag = "--name" if args.name else f"the Triton model name (from --onnx {args.onnx})"
+        name = _triton_name(args.name or out.stem, flag)
+        outputs += [(f"--triton {args.triton}", p) for p in _triton_files(Path(args.triton), name)]
+    _check_outputs([Path(args.model), Path(args.csv)], outputs)
+
+    with progress.step(f"reading {args.model}"):
+        model = _load_model(Path(args.model))
+    with progress.step(f"reading {args.csv}"):
+        labels, S, n_missing = _read_columns(
+            Path(args.csv), args.label, args.score, args.delimiter
+        )
+    if n_missing:
+        progress.note(f"dropped {n_missing} rows with a missing label", always=True)
+    if method.needs_probabilities:
+        _check_probabilities(method, S, f"column {args.score[0]!r}")
+    with progress.step(f"fitting {method.name} on {len(labels)} rows"):
+        calibrator, described = _fit(method, S, labels, args)
+    with progress.step("merging the graphs"):
+        try:
+            merged = attach(
+                model,
+                calibrator,
+                output=args.output,
+                column=args.column,
+                keep_outputs=args.keep_outputs,
+            )
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
+    _write(out, merged.SerializeToString())
+    inputs = ", ".join(repr(i.name) for i in merged.graph.input)
+    outs = ", ".join(repr(o.name) for o in merged.graph.output)
+    column = "" if args.column is None else f" column {args.column}"
+    print(
+        f"wrote {out}: {type(calibrator).__name__} on output {args.output!r}{column} of "
+        f"{args.model} (inputs {inputs}; outputs {outs}; {described})"
+    )
+    if args.triton:
+        folder = write_triton_repository(merged, args.triton, name)
+        print(f"wrote the Triton model repository {folder} (config.pbtxt, 1/model.onnx)")
+    return EXIT_OK
