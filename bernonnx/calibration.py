@@ -37,6 +37,13 @@ from .bernstein import BernsteinCalibrator
 __all__ = ["CalibratedClassifier"]
 
 
+def _reads_probabilities(calibrator) -> bool:
+    """The calibrator takes probabilities in [0, 1] and transforms them itself."""
+    return getattr(calibrator, "log_odds", False) is True or (
+        getattr(calibrator, "input", None) == "proba"
+    )
+
+
 class CalibratedPair:
     """A fitted classifier and its per-class calibrators (one when binary).
 
@@ -164,7 +171,8 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         (their probabilities saturate; the log-odds keep the ranking, so the
         AUC is unchanged), False otherwise (clipped log-odds of a random
         forest's probabilities pile up at +-34.5), and False for a calibrator
-        that takes log-odds itself (``PlattCalibrator(log_odds=True)``).
+        that reads probabilities (``PlattCalibrator(log_odds=True)`` takes their
+        log-odds itself, ``TemperatureCalibrator(input="proba")`` their logs).
         ``log_odds_`` is the choice.
 
     Attributes
@@ -259,10 +267,8 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         self.response_method_ = method
         log_odds = self.log_odds
         if log_odds == "auto":
-            # a calibrator that takes probabilities and their log-odds itself
-            # (PlattCalibrator(log_odds=True)) is given the probabilities
             log_odds = (
-                getattr(calibrator, "log_odds", False) is not True
+                not _reads_probabilities(calibrator)
                 and log_odds_source(estimator, method, True) == "log_proba"
             )
         self.log_odds_ = log_odds
