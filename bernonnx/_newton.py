@@ -60,6 +60,9 @@ SELECT_BINS = 1 << 12
 COARSE_BINS = 1 << 10
 #: Fitted parameters of the score transforms (``<key>_`` attributes).
 TRANSFORM_KEYS = ("shift", "scale", "scale_below", "knots", "levels")
+#: Fitted attributes that only some fits set (degree search, transform parameters):
+#: a refit deletes those of the previous fit, so none is stale.
+FITTED_OPTIONAL = ("cv_degrees_", "cv_log_loss_") + tuple(k + "_" for k in TRANSFORM_KEYS)
 #: Newton stops when the predicted decrease of the loss is below this
 #: fraction of it, or after ``NEWTON_MAX_ITER`` steps.
 NEWTON_TOL = 1e-12
@@ -413,3 +416,10 @@ def fit_degree(basis, points, feasible_sets, loss, n_folds):
         fold_losses = select_degree(basis, points, feasible_sets, loss, min(n_folds, len(points)))
         index = one_standard_error_choice(fold_losses)
     return index, FITS[loss](basis, points, feasible_sets[index]), fold_losses
+
+
+def forget_optional_attributes(estimator) -> None:
+    """Delete the :data:`FITTED_OPTIONAL` attributes an earlier fit left."""
+    for name in FITTED_OPTIONAL:
+        if hasattr(estimator, name):
+            delattr(estimator, name)

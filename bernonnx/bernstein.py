@@ -18,6 +18,7 @@ from ._newton import (
     box,
     constant_level,
     fit_degree,
+    forget_optional_attributes,
     link,
     single_blas_thread,
 )
@@ -206,6 +207,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         """
         s, target, w = fit_inputs(self, X, y, sample_weight)
         degrees = self._candidate_degrees()
+        forget_optional_attributes(self)
         self.score_exponent_ = score_exponent(s)
         s = rescale(s, self.score_exponent_)
 

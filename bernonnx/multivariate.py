@@ -30,6 +30,7 @@ from ._newton import (
     box,
     constant_level,
     fit_degree,
+    forget_optional_attributes,
     predict,
     single_blas_thread,
 )
@@ -49,7 +50,6 @@ MAX_COEF = 2048
 #: 0.1 s, so the 5-fold search of the log loss stays within seconds.
 _AUTO_DEGREES_MULTI = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15)
 _AUTO_COEF = 256
-_FITTED_OPTIONAL = ("cv_degrees_", "cv_log_loss_") + tuple(k + "_" for k in TRANSFORM_KEYS)
 
 
 def _auto_degrees(m_axes: int) -> list[int]:
@@ -285,9 +285,7 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
         candidates = self._candidate_degrees(m_axes)
         s, target, w = arr[keep].astype(np.float64), target[keep], w[keep]
 
-        for name in _FITTED_OPTIONAL:
-            if hasattr(self, name):
-                delattr(self, name)
+        forget_optional_attributes(self)
         self.score_exponent_ = np.array([score_exponent(s[:, m]) for m in range(m_axes)])
         s = rescale(s, self.score_exponent_)
         params = [

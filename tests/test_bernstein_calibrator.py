@@ -10,6 +10,7 @@ from _scores import make_scores as _make_scores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy.special import expit
 from scipy.stats import binom
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import roc_auc_score
@@ -291,3 +292,20 @@ def test_unfitted_and_wrong_predict_input():
         cal.predict_proba(np.array([0.0, np.nan]))
     with pytest.raises(ValueError, match="scores must be a 1-D array"):
         cal.predict_proba(np.zeros((4, 3)))
+
+
+def test_refit_leaves_no_attribute_of_the_previous_fit():
+    """A refit with other settings deletes what only the earlier fit set: the degree
+    search's cv_* arrays and another transform's parameters (knots_, levels_)."""
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=(2000, 1))
+    y = (rng.random(2000) < expit(2 * s[:, 0])).astype(int)
+    cal = BernsteinCalibrator(degree="auto", score_transform="quantile").fit(s, y)
+    assert all(hasattr(cal, a) for a in ("cv_degrees_", "knots_", "levels_"))
+    cal.set_params(degree=5, score_transform="logistic").fit(s, y)
+    assert not any(hasattr(cal, a) for a in ("cv_degrees_", "cv_log_loss_", "knots_", "levels_"))
+    fresh = BernsteinCalibrator(degree=5, score_transform="logistic").fit(s, y)
+    np.testing.assert_array_equal(cal.predict_proba(s), fresh.predict_proba(s))
+    assert sorted(k for k in vars(cal) if k.endswith("_")) == sorted(
+        k for k in vars(fresh) if k.endswith("_")
+    )
