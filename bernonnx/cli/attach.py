@@ -11,8 +11,8 @@ from bernonnx._registry import entry_for
 from ._base import EXIT_OK, InputError, _Progress
 from ._csv import _as_number, _binary_target, _read_columns
 from ._files import _check_outputs, _write
-from ._methods import _METHOD_LIST, _check_probabilities, _method
-from .export import _triton_files, _triton_name
+from ._methods import _check_probabilities
+from .export import _graph_outputs
 
 
 def _class_labels(labels: list[str]) -> np.ndarray:
@@ -65,19 +65,7 @@ def _cmd_attach(args, progress: _Progress) -> int:
     from bernonnx import attach
     from bernonnx.deploy import write_triton_repository
 
-    method = _method(args.method)
-    if not method.exportable:
-        exportable = ", ".join(m.name for m in _METHOD_LIST if m.exportable)
-        raise InputError(f"method {method.name!r} has no ONNX export; choose from {exportable}")
-    if args.name and not args.triton:
-        raise InputError("--name is the Triton model name: it needs --triton DIR")
-    out = Path(args.onnx)
-    outputs = [(f"--onnx {args.onnx}", out)]
-    name = None
-    if args.triton:
-        flag = "--name" if args.name else f"the Triton model name (from --onnx {args.onnx})"
-        name = _triton_name(args.name or out.stem, flag)
-        outputs += [(f"--triton {args.triton}", p) for p in _triton_files(Path(args.triton), name)]
+    method, out, name, outputs = _graph_outputs(args)
     _check_outputs([Path(args.model), Path(args.csv)], outputs)
 
     with progress.step(f"reading {args.model}"):

@@ -27,6 +27,25 @@ def _triton_name(name: str, flag: str) -> str:
     return name
 
 
+def _graph_outputs(args):
+    """The exportable method, and what ``--onnx``/``--triton``/``--name`` will write:
+    ``(method, onnx_path, triton_name or None, [(flag, path), ...])``, checked."""
+    method = _method(args.method)
+    if not method.exportable:
+        exportable = ", ".join(m.name for m in _METHOD_LIST if m.exportable)
+        raise InputError(f"method {method.name!r} has no ONNX export; choose from {exportable}")
+    if args.name and not args.triton:
+        raise InputError("--name is the Triton model name: it needs --triton DIR")
+    out = Path(args.onnx)
+    outputs = [(f"--onnx {args.onnx}", out)]
+    name = None
+    if args.triton:
+        flag = "--name" if args.name else f"the Triton model name (from --onnx {args.onnx})"
+        name = _triton_name(args.name or out.stem, flag)
+        outputs += [(f"--triton {args.triton}", p) for p in _triton_files(Path(args.triton), name)]
+    return method, out, name, outputs
+
+
 def _graph_dtype(onx) -> str:
     from onnx import TensorProto
 
@@ -46,24 +65,7 @@ def _cmd_export(args, progress: _Progress) -> int:
     from bernonnx.deploy import to_ort_format, write_triton_repository
     from bernonnx.export import check_parity, to_onnx
 
-    method = _method(args.method)
-    exportable = [m.name for m in _METHOD_LIST if m.exportable]
-    if not method.exportable:
-        raise InputError(
-            f"method {method.name!r} has no ONNX export; choose from {', '.join(exportable)}"
-        )
-    if args.name and not args.triton:
-        raise InputError("--name is the Triton model name: it needs --triton DIR")
-    out = Path(args.onnx)
-    outputs = [(f"--onnx {args.onnx}", out)]
-    name = None
-    if args.triton:
-        if args.name:
-            name = _triton_name(args.name, "--name")
-        else:
-            name = _triton_name(out.stem, f"the Triton model name (from --onnx {args.onnx})")
-        triton = [(f"--triton {args.triton}", p) for p in _triton_files(Path(args.triton), name)]
-        outputs += triton
+    method, out, name, outputs = _graph_outputs(args)
     _check_outputs([Path(args.csv)], outputs)
 
     with progress.step(f"reading {args.csv}"):
