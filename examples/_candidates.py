@@ -34,6 +34,8 @@ import numpy as np
 from scipy.optimize import lsq_linear
 from scipy.special import comb, expit
 
+from bernonnx._newton import one_standard_error_choice
+
 DEGREES = (1, 2, 3, 4, 6, 8, 10, 13, 16, 20)
 
 
@@ -41,18 +43,6 @@ def weighted_quantile(s, w, q):
     order = np.argsort(s, kind="stable")
     cw = np.cumsum(w[order])
     return np.interp(np.asarray(q) * cw[-1], cw - 0.5 * w[order], s[order])
-
-
-def one_standard_error_choice(fold_losses: np.ndarray) -> int:
-    """Smallest candidate within one paired standard error of the best (as the library)."""
-    mean = fold_losses.mean(axis=0)
-    best = int(np.argmin(mean))
-    k = fold_losses.shape[0]
-    if k < 2:
-        return best
-    diff = fold_losses - fold_losses[:, [best]]
-    se = diff.std(axis=0, ddof=1) / np.sqrt(k)
-    return int(np.flatnonzero(diff.mean(axis=0) <= se)[0])
 
 
 def design(u: np.ndarray, d: int) -> np.ndarray:
