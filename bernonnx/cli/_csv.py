@@ -1,4 +1,7 @@
-"""Reading the command line's input: a CSV of labels and scores, checked cell by cell."""
+"""Reading the command line's input: a CSV of labels and scores, checked cell by cell.
+
+Parquet files are read by :mod:`._stream`, with the same label rules (:func:`_binary_rule`).
+"""
 
 from __future__ import annotations
 
@@ -129,23 +132,33 @@ def _as_number(text: str) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _binary_target(labels: list[str], column: str, pos_label: str | None):
-    """0/1 targets and the positive label's text.
+def _label_number(value) -> float | None:
+    """A label's value as a number (numbers, and text that reads as one), else None."""
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return _as_number(str(value))
 
-    Labels that are all numbers are compared as numbers ("1" and "1.0" are one class).
-    Without ``pos_label`` the column must hold exactly two values and, when they are
-    numbers, the larger one is positive (0/1, -1/1, 1/2); text labels need
-    ``--pos-label``. With ``pos_label`` that value is calibrated against all others.
+
+def _binary_rule(distinct, column: str, pos_label: str | None) -> tuple[list, str]:
+    """The label values that are class 1, and the positive label as text.
+
+    ``distinct``: the label values present (text from a CSV; numbers, booleans or
+    text from Parquet). Labels that are all numbers are compared as numbers ("1" and
+    "1.0" are one class). Without ``pos_label`` the column must hold exactly two
+    values and, when they are numbers, the larger one is positive (0/1, -1/1, 1/2);
+    text labels need ``--pos-label``. With ``pos_label`` that value is calibrated
+    against all others.
     """
-    texts = sorted(set(labels))
-    numbers = {text: _as_number(text) for text in texts}
+    texts = sorted(set(distinct), key=lambda v: (str(type(v)), v))
+    numbers = {text: _label_number(text) for text in texts}
     numeric = None not in numbers.values()
-    # one representative text per class, and each row's class key
-    key = (lambda text: numbers[text]) if numeric else (lambda text: text)
+    # one representative value per class, and each value's class key
+    key = (lambda text: numbers[text]) if numeric else (lambda text: str(text))
     classes = {}
     for text in texts:
         classes.setdefault(key(text), text)
-    values = [classes[k] for k in sorted(classes)]
+    values = [str(classes[k]) for k in sorted(classes)]
     if pos_label is None:
         if len(values) != 2:
             raise InputError(
@@ -158,23 +171,28 @@ def _binary_target(labels: list[str], column: str, pos_label: str | None):
                 f"label column {column!r} holds {values[0]!r} and {values[1]!r}: say which "
                 "one is positive with --pos-label"
             )
-        positive = values[1]
+        target = max(classes)
     else:
         wanted = pos_label.strip()
-        positive_key = _as_number(wanted) if numeric else wanted
-        if positive_key not in classes:
+        target = _as_number(wanted) if numeric else wanted
+        if target not in classes:
             raise InputError(
                 f"--pos-label {pos_label!r} is not a value of column {column!r} "
                 f"(values: {_choices(values)})"
             )
-        positive = classes[positive_key]
         if len(values) < 2:
             raise InputError(
                 f"label column {column!r} holds only {values[0]!r}: calibration needs both "
                 "positive and negative rows"
             )
-    target = key(positive)
-    y = np.fromiter((key(text) == target for text in labels), dtype=np.int64, count=len(labels))
+    return [text for text in texts if key(text) == target], str(classes[target])
+
+
+def _binary_target(labels: list[str], column: str, pos_label: str | None):
+    """0/1 targets and the positive label's text (see :func:`_binary_rule`)."""
+    positives, positive = _binary_rule(labels, column, pos_label)
+    wanted = set(positives)
+    y = np.fromiter((text in wanted for text in labels), dtype=np.int64, count=len(labels))
     return y, positive
 
 
@@ -190,6 +208,11 @@ class _Data:
 
 
 def _load(args, progress: _Progress) -> _Data:
+    """The labelled rows of the input file in memory: a CSV, or Parquet (``.parquet``)."""
+    from ._stream import _is_parquet, _load_parquet
+
+    if _is_parquet(Path(args.csv)):
+        return _load_parquet(args, progress)
     labels, S, n_missing = _read_columns(Path(args.csv), args.label, args.score, args.delimiter)
     if n_missing:
         progress.note(

@@ -7,7 +7,8 @@ import argparse
 from bernonnx import __version__
 
 from ._base import _EXIT_HELP, InputError
-from ._methods import _methods_help
+from ._methods import _METHOD_LIST, _methods_help
+from ._stream import SAMPLE_ROWS, STREAM_ROWS, _streamable
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,8 +38,18 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("csv", metavar="SCORES.csv", help="CSV file with a header row (.gz too)")
+def _add_data_arguments(parser: argparse.ArgumentParser, parquet: bool = True) -> None:
+    if parquet:
+        parser.add_argument(
+            "csv",
+            metavar="FILE",
+            help="CSV file with a header row (.gz too), or a Parquet file (.parquet; needs "
+            "pyarrow: pip install 'bernonnx[parquet]')",
+        )
+    else:
+        parser.add_argument(
+            "csv", metavar="SCORES.csv", help="CSV file with a header row (.gz too)"
+        )
     parser.add_argument("--label", required=True, metavar="COL", help="the label column")
     parser.add_argument(
         "--score",
@@ -55,6 +66,18 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--delimiter", default=",", metavar="C", help="field delimiter (default: ',')"
+    )
+
+
+def _add_stream_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fit in passes over a Parquet file, never holding it in memory (default: "
+        f"when it has more than {STREAM_ROWS:,} rows); --no-stream loads it into memory. "
+        "Streamed, only the methods that fit in passes run "
+        f"({', '.join(m.name for m in _METHOD_LIST if _streamable(m))})",
     )
 
 
@@ -104,18 +127,24 @@ def _build_parser() -> argparse.ArgumentParser:
 
     compare = commands.add_parser(
         "compare",
-        help="compare calibrators on your own scores (CSV)",
-        description="Fit calibrators on scores from a CSV file and compare them on held-out "
+        help="compare calibrators on your own scores (CSV or Parquet)",
+        description="Fit calibrators on scores from a CSV or Parquet file and compare them "
+        "on held-out "
         "rows (default) or by K-fold cross-validated out-of-fold predictions. With one "
         "--score column the one-score calibrators run on it; with several, "
         "'multivariate' fuses the score matrix and the one-score calibrators run on the "
         "row mean. Default methods: all but multivariate-log (slow) and temperature (it "
         "reads logits); the ones taking probabilities are skipped when the scores are not "
-        "in [0, 1].",
+        "in [0, 1]. A streamed Parquet file (--stream) is read in passes and never held in "
+        "memory: the held-out rows (or the --cv folds) are chosen by a hash of the row's "
+        "position and --seed (not stratified), the metrics are added up in one more pass, "
+        "AUC from 2^18 probability bins (ties within a bin count one half); --plot needs "
+        "the file in memory.",
         epilog=_methods_help() + "\n" + _EXIT_HELP,
         formatter_class=formatter,
     )
     _add_data_arguments(compare)
+    _add_stream_argument(compare)
     compare.add_argument(
         "--method",
         action="append",
@@ -128,7 +157,8 @@ def _build_parser() -> argparse.ArgumentParser:
         type=_fraction,
         default=0.3,
         metavar="F",
-        help="held-out fraction, stratified (default: 0.3)",
+        help="held-out fraction, stratified in memory, by a hash of the row position when "
+        "streamed (default: 0.3)",
     )
     split.add_argument(
         "--cv",
@@ -153,20 +183,25 @@ def _build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser(
         "export",
-        help="fit one calibrator on a CSV of scores and write its ONNX graph",
-        description="Fit one calibrator on all rows of a CSV file and write its ONNX graph "
+        help="fit one calibrator on a CSV or Parquet file of scores and write its ONNX graph",
+        description="Fit one calibrator on all rows of a CSV or Parquet file and write its "
+        "ONNX graph "
         "(input: the raw score(s), shape (N, n_scores); outputs 'label' and "
         "'probabilities'). Parity with Python is checked in onnxruntime on the file's "
         "scores as read (Python on them as they are, the graph on them cast to --dtype) "
         "and printed; when a row's probability differs by more than 1e-6 (float32) or "
         "1e-9 (float64), or a label differs, the command exits 3 and writes only the "
-        ".onnx file. Rows whose label is empty or NA are dropped and counted. "
+        ".onnx file. Rows whose label is empty or NA are dropped and counted. A streamed "
+        "Parquet file (--stream) is fitted in passes; the graph's dtype and the parity "
+        f"check then use a sample of about {SAMPLE_ROWS:,} rows (by a hash of the row's "
+        "position) and the rows of the smallest and largest scores. "
         "Optionally writes a Triton model repository and the ORT "
         "format for onnxruntime-mobile.",
         epilog=_methods_help(exportable_only=True) + "\n" + _EXIT_HELP,
         formatter_class=formatter,
     )
     _add_data_arguments(export)
+    _add_stream_argument(export)
     export.add_argument("--method", required=True, metavar="M", help="the calibrator to fit")
     export.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")
     export.add_argument(
@@ -200,7 +235,7 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     attach.add_argument("model", metavar="MODEL.onnx", help="the model's ONNX file")
-    _add_data_arguments(attach)
+    _add_data_arguments(attach, parquet=False)
     attach.add_argument(
         "--output", required=True, metavar="NAME", help="the model output holding the scores"
     )

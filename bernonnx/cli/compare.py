@@ -100,7 +100,64 @@ def _evaluate(methods, data: _Data, args, progress: _Progress):
     return rows, evaluation, data.y[eval_index], predictions
 
 
+def _select_streamed(names, scanned, args, progress: _Progress) -> list[_Method]:
+    """:func:`_select_methods` for a streamed file: the methods that fit in passes."""
+    from ._stream import _check_method_scores, _refuse_unstreamable, _streamable
+
+    if names:
+        chosen = []
+        for name in names:
+            method = _method(name)
+            if method not in chosen:
+                _refuse_unstreamable(method, args)
+                chosen.append(method)
+        for method in chosen:
+            _check_method_scores(method, scanned)
+        return chosen
+    multi = len(scanned.scores) > 1
+    chosen = [m for m in _METHOD_LIST if (m.kind != "multi" or multi) and m.by_default]
+    skipped = [m.name for m in chosen if not _streamable(m)]
+    if skipped:
+        progress.note(f"not fitted in passes, so skipped: {', '.join(skipped)}")
+    chosen = [m for m in chosen if _streamable(m)]
+    if not (scanned.lo >= 0.0 and scanned.hi <= 1.0):
+        where = "the row mean of the score columns" if multi else f"column {scanned.scores[0]!r}"
+        skipped = [m.name for m in chosen if m.needs_probabilities]
+        progress.note(
+            f"{where} is not in [0, 1]: skipping {', '.join(skipped)} (they take probabilities)"
+        )
+        chosen = [m for m in chosen if not m.needs_probabilities]
+    return chosen
+
+
+def _compare_streamed(args, progress: _Progress):
+    from ._stream import _evaluate_streamed, _scan
+
+    if args.plot:
+        raise InputError(
+            "--plot draws the held-out predictions, which a streamed file does not keep in "
+            "memory; pass --no-stream to load the file, or drop --plot"
+        )
+    scanned = _scan(args, progress)
+    methods = _select_streamed(args.method, scanned, args, progress)
+    rows, evaluation = _evaluate_streamed(methods, args, scanned, progress)
+    for row, method in zip(rows, methods, strict=True):
+        row["input"] = _input_name(method, scanned.scores)
+    about = {
+        "file": str(scanned.path),
+        "n_rows": scanned.rows,
+        "n_missing_label": scanned.n_missing,
+        "label": scanned.label,
+        "positive_label": scanned.positive,
+        "positive_rate": scanned.n_positive / scanned.rows,
+        "scores": scanned.scores,
+    }
+    return about, rows, evaluation
+
+
 def _cmd_compare(args, progress: _Progress) -> int:
+    from ._stream import _streams
+
     for name in args.method or ():
         _method(name)  # an unknown method fails before the file is read
     plot = _plot_path(args.plot) if args.plot else None
@@ -108,12 +165,14 @@ def _cmd_compare(args, progress: _Progress) -> int:
     if plot is not None:
         outputs.append((f"--plot {args.plot}", plot))
     _check_outputs([Path(args.csv)], outputs)
-    with progress.step(f"reading {args.csv}"):
-        data = _load(args, progress)
-    methods = _select_methods(args.method, data, progress)
-    rows, evaluation, y_eval, predictions = _evaluate(methods, data, args, progress)
-    if args.format == "json":
-        document = {
+    if _streams(args):
+        about, rows, evaluation = _compare_streamed(args, progress)
+    else:
+        with progress.step(f"reading {args.csv}"):
+            data = _load(args, progress)
+        methods = _select_methods(args.method, data, progress)
+        rows, evaluation, y_eval, predictions = _evaluate(methods, data, args, progress)
+        about = {
             "file": str(data.path),
             "n_rows": int(data.y.shape[0]),
             "n_missing_label": data.n_missing_label,
@@ -121,6 +180,10 @@ def _cmd_compare(args, progress: _Progress) -> int:
             "positive_label": data.positive,
             "positive_rate": float(data.y.mean()),
             "scores": data.scores,
+        }
+    if args.format == "json":
+        document = {
+            **about,
             "evaluation": evaluation,
             "n_bins": args.n_bins,
             "seed": args.seed,
@@ -134,10 +197,13 @@ def _cmd_compare(args, progress: _Progress) -> int:
             how = f"{evaluation['folds']}-fold cross-validated out-of-fold predictions"
         else:
             how = f"held-out {evaluation['n_eval']} rows (test size {args.test_size})"
+        if evaluation.get("streamed"):
+            how += f", chosen by {evaluation['split']}; AUC from {evaluation['auc_bins']} probability bins"
         text = (
-            f"{data.path}: {data.y.shape[0]} rows, positive label {data.positive!r} "
-            f"(rate {data.y.mean():.4f}); metrics on {how}; ECE and MCE with "
-            f"{args.n_bins} bins; fit s per fit\n\n" + _table(rows, ("method", "input"))
+            f"{about['file']}: {about['n_rows']} rows, positive label "
+            f"{about['positive_label']!r} (rate {about['positive_rate']:.4f}); metrics on "
+            f"{how}; ECE and MCE with {args.n_bins} bins; fit s per fit\n\n"
+            + _table(rows, ("method", "input"))
         )
     if args.output:
         _write(Path(args.output), text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
 from ._csv import _load
 from ._files import _check_outputs, _write
 from ._methods import _METHOD_LIST, _check_probabilities, _method
+from ._stream import _streams
 
 
 def _triton_files(repository: Path, name: str) -> list[Path]:
@@ -59,25 +61,14 @@ def _print_parity(parity: dict) -> None:
     print(format_parity(parity))
 
 
-def _cmd_export(args, progress: _Progress) -> int:
-    from skl2onnx.common.exceptions import MissingShapeCalculator
-
-    from bernonnx.deploy import to_ort_format, write_triton_repository
-    from bernonnx.export import check_parity, to_onnx
-
-    method, out, name, outputs = _graph_outputs(args)
-    _check_outputs([Path(args.csv)], outputs)
-
+def _fit_in_memory(method, args, progress: _Progress):
+    """The calibrator fitted on the file in memory, the scores, their names, the positive
+    label."""
     with progress.step(f"reading {args.csv}"):
         data = _load(args, progress)
-    if method.kind == "1d" and data.S.shape[1] > 1:
-        raise InputError(
-            f"method {method.name!r} calibrates one score column but {len(data.scores)} were "
-            "given; pass one --score, or a multivariate method"
-        )
+    _check_scores(method, data.scores)
     if method.needs_probabilities:
         _check_probabilities(method, data.S, f"column {data.scores[0]!r}")
-    dtype = {"auto": None, "float32": np.float32, "float64": np.float64}[args.dtype]
     calibrator = method.make()
     with progress.step(f"fitting {type(calibrator).__name__} on {data.y.shape[0]} rows"):
         try:
@@ -88,10 +79,54 @@ def _cmd_export(args, progress: _Progress) -> int:
                 f"method {method.name!r} cannot be fitted on {data.y.shape[0]} rows "
                 f"({int(data.y.sum())} positive): {reason}"
             ) from exc
+    return calibrator, data.S, data.scores, data.positive
+
+
+def _fit_streamed_export(method, args, progress: _Progress):
+    """:func:`_fit_in_memory` in passes over a Parquet file: the scores returned are a
+    sample (``_stream.SAMPLE_ROWS``, the extremes included)."""
+    from ._stream import _check_method_scores, _fit_streamed, _refuse_unstreamable, _scan
+
+    _check_scores(method, args.score)
+    _refuse_unstreamable(method, args)
+    scanned = _scan(args, progress)
+    _check_method_scores(method, scanned)
+    progress.note(f"{method.name}: fitting on {scanned.rows:,} rows in passes")
+    start = time.perf_counter()
+    calibrator = _fit_streamed(method, args, scanned, progress)
+    progress.note(f"{method.name}: fitted in {time.perf_counter() - start:.1f} s")
+    sample = scanned.sample[:, None]
+    rows = f"a sample of {len(sample):,} of the {scanned.rows:,} rows"
+    return calibrator, sample, scanned.scores, scanned.positive, rows
+
+
+def _check_scores(method, scores) -> None:
+    if method.kind == "1d" and len(scores) > 1:
+        raise InputError(
+            f"method {method.name!r} calibrates one score column but {len(scores)} were "
+            "given; pass one --score, or a multivariate method"
+        )
+
+
+def _cmd_export(args, progress: _Progress) -> int:
+    from skl2onnx.common.exceptions import MissingShapeCalculator
+
+    from bernonnx.deploy import to_ort_format, write_triton_repository
+    from bernonnx.export import check_parity, to_onnx
+
+    method, out, name, outputs = _graph_outputs(args)
+    _check_outputs([Path(args.csv)], outputs)
+
+    if _streams(args):
+        calibrator, S, scores, positive, parity_rows = _fit_streamed_export(method, args, progress)
+    else:
+        calibrator, S, scores, positive = _fit_in_memory(method, args, progress)
+        parity_rows = None
+    dtype = {"auto": None, "float32": np.float32, "float64": np.float64}[args.dtype]
     try:
         with progress.step("converting to ONNX"):
             # every row as the sample: to_onnx checks that the graph's dtype carries them
-            onx = to_onnx(calibrator, data.S, dtype=dtype)
+            onx = to_onnx(calibrator, S, dtype=dtype)
     except ValueError as exc:
         if "cannot carry" not in str(exc):
             raise
@@ -104,9 +139,9 @@ def _cmd_export(args, progress: _Progress) -> int:
             f"this version of bernonnx; exportable: "
             f"{', '.join(m.name for m in _METHOD_LIST if m.kind == '1d')}"
         ) from None
-    with progress.step("checking parity in onnxruntime"):
+    with progress.step(f"checking parity in onnxruntime on {len(S):,} rows"):
         # the scores as read (float64): a float32 graph is charged with its rounding
-        parity = check_parity(calibrator, onx, data.S)
+        parity = check_parity(calibrator, onx, S)
 
     with tempfile.TemporaryDirectory(prefix="bernonnx-") as staging:
         ort_files = []
@@ -122,9 +157,10 @@ def _cmd_export(args, progress: _Progress) -> int:
         _write(out, onx.SerializeToString())
         graph_input = onx.graph.input[0].name
         print(
-            f"wrote {out}: {type(calibrator).__name__} on {', '.join(data.scores)} "
-            f"(input {graph_input!r}, shape (N, {data.S.shape[1]}), {_graph_dtype(onx)}; outputs "
-            f"'label', 'probabilities'; positive label {data.positive!r} is class 1)"
+            f"wrote {out}: {type(calibrator).__name__} on {', '.join(scores)} "
+            f"(input {graph_input!r}, shape (N, {S.shape[1]}), {_graph_dtype(onx)}; outputs "
+            f"'label', 'probabilities'; positive label {positive!r} is class 1"
+            + (f"; parity on {parity_rows})" if parity_rows else ")")
         )
         _print_parity(parity)
         if not parity["passed"]:
