@@ -45,9 +45,9 @@ def _is_parquet(path: Path) -> bool:
 def _source(args, progress: _Progress | None = None, what: str = "", **kwargs):
     """A :class:`~bernonnx._parquet.ParquetSource` over the file of ``args``."""
     try:
-        from bernonnx._parquet import ParquetSource, require_pyarrow
+        from bernonnx import _parquet
 
-        require_pyarrow()
+        _parquet.require_pyarrow()
     except ImportError as exc:
         raise InputError(f"{args.csv} is a Parquet file: {exc}") from None
     if len(set(args.score)) != len(args.score):
@@ -55,7 +55,10 @@ def _source(args, progress: _Progress | None = None, what: str = "", **kwargs):
     if args.label in args.score:
         raise InputError(f"column {args.label!r} is given both as --label and as --score")
     report = None if progress is None or progress.quiet else _pass_reporter(progress, what)
-    return ParquetSource(args.csv, list(args.score), args.label, progress=report, **kwargs)
+    kwargs.setdefault("batch_rows", _parquet.BATCH_ROWS)
+    return _parquet.ParquetSource(
+        args.csv, list(args.score), args.label, progress=report, **kwargs
+    )
 
 
 @contextlib.contextmanager
@@ -397,16 +400,3 @@ def _check_method_scores(method: _Method, scanned: _Scanned) -> None:
             else (f"column {scanned.scores[0]!r}")
         )
         _check_probabilities(method, np.array([[scanned.lo], [scanned.hi]]), where)
-
-
-def _print_stream_note(progress: _Progress, scanned: _Scanned) -> None:
-    progress.note(
-        f"{scanned.path}: {scanned.rows:,} rows stream in passes of "
-        f"{_batch_rows():,} rows (--no-stream loads them into memory)"
-    )
-
-
-def _batch_rows() -> int:
-    from bernonnx._parquet import BATCH_ROWS
-
-    return BATCH_ROWS

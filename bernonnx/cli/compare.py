@@ -198,7 +198,10 @@ def _cmd_compare(args, progress: _Progress) -> int:
         else:
             how = f"held-out {evaluation['n_eval']} rows (test size {args.test_size})"
         if evaluation.get("streamed"):
-            how += f", chosen by {evaluation['split']}; AUC from {evaluation['auc_bins']} probability bins"
+            how += (
+                f", chosen by {evaluation['split']}; AUC from {evaluation['auc_bins']} "
+                "probability bins"
+            )
         text = (
             f"{about['file']}: {about['n_rows']} rows, positive label "
             f"{about['positive_label']!r} (rate {about['positive_rate']:.4f}); metrics on "
