@@ -72,11 +72,15 @@ def held_out_mask(n, seed, test_size=0.3):
     return _position_hash(np.arange(n), seed) < test_size
 
 
+STREAMED = ["bernstein", "bernstein-squared", "platt", "isotonic", "histogram"]
+
+
 def test_streamed_compare_equals_the_in_memory_fit_on_the_same_rows(run, data, parquet):
-    out, err = run(
-        "compare", parquet, "--label", "y", "--score", "s1", "--stream", "--seed", "4",
-        "--method", "bernstein", "--method", "bernstein-squared", "--format", "json",
-    )  # fmt: skip
+    from bernonnx.cli._methods import _method
+
+    args = ["compare", parquet, "--label", "y", "--score", "s1", "--stream", "--seed", "4"]
+    args += [f"--method={name}" for name in STREAMED]
+    out, err = run(*args, "--format", "json")
     assert "pass 1:" in err and "held-out metrics" in err
     report = json.loads(out)
     s, _, y = labelled(data)
@@ -84,13 +88,13 @@ def test_streamed_compare_equals_the_in_memory_fit_on_the_same_rows(run, data, p
     assert report["evaluation"]["streamed"] is True
     test = held_out_mask(len(y), 4)
     assert report["evaluation"]["n_eval"] == test.sum()
-    for row, loss in zip(report["results"], ["log", "squared"], strict=True):
-        cal = BernsteinCalibrator(loss=loss).fit(s[~test], y[~test])
+    for row, name in zip(report["results"], STREAMED, strict=True):
+        cal = _method(name).make().fit(s[~test], y[~test])
         expected = calibration_report(y[test], cal.predict_proba(s[test])[:, 1])
         for key in ("ece", "mce", "brier", "log_loss"):
-            assert row[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12), key
+            assert row[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12), (name, key)
         # AUC from 2^18 probability bins: ties within a bin count one half
-        assert row["auc"] == pytest.approx(expected["auc"], abs=1e-4)
+        assert row["auc"] == pytest.approx(expected["auc"], abs=1e-4), name
 
 
 def test_streamed_cross_validation_equals_in_memory_folds(run, data, parquet):
