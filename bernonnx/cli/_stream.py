@@ -79,9 +79,10 @@ def _pass_reporter(progress: _Progress, what: str):
 
     def report(p) -> None:
         if p.done:
-            end = "\r" if progress.tty else ""
+            back = "\r" if progress.tty else ""
             print(
-                f"{end}bernonnx: {what}pass {p.pass_number}: {p.rows:,} rows in {p.seconds:.1f} s",
+                f"{back}bernonnx: {what}pass {p.pass_number}: {p.rows:,} rows in "
+                f"{p.seconds:.1f} s",
                 file=progress.stream,
                 flush=True,
             )
@@ -249,6 +250,25 @@ def _streamable(method: _Method) -> bool:
     if method.kind == "reference":
         return True
     return method.kind == "1d" and hasattr(method.make(), "_fit_source")
+
+
+_UNBOUNDED = (
+    "{}: its streamed fit holds a table of the distinct scores, so its memory grows with "
+    "the file's distinct scores (about one entry per row for continuous scores)"
+)
+
+
+def _bounded(method: _Method) -> bool:
+    """Whether a streamed fit of ``method`` needs memory independent of the rows.
+
+    Not so for the fits on a table of the distinct scores (isotonic, histogram):
+    with continuous scores it has about one entry per row.
+    """
+    from bernonnx._passes import TableFitMixin
+
+    return _streamable(method) and not (
+        method.make is not None and isinstance(method.make(), TableFitMixin)
+    )
 
 
 def _refuse_unstreamable(method: _Method, args) -> None:

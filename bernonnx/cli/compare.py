@@ -102,7 +102,13 @@ def _evaluate(methods, data: _Data, args, progress: _Progress):
 
 def _select_streamed(names, scanned, args, progress: _Progress) -> list[_Method]:
     """:func:`_select_methods` for a streamed file: the methods that fit in passes."""
-    from ._stream import _check_method_scores, _refuse_unstreamable, _streamable
+    from ._stream import (
+        _UNBOUNDED,
+        _bounded,
+        _check_method_scores,
+        _refuse_unstreamable,
+        _streamable,
+    )
 
     if names:
         chosen = []
@@ -113,6 +119,8 @@ def _select_streamed(names, scanned, args, progress: _Progress) -> list[_Method]
                 chosen.append(method)
         for method in chosen:
             _check_method_scores(method, scanned)
+            if not _bounded(method):
+                progress.note(_UNBOUNDED.format(method.name), always=True)
         return chosen
     multi = len(scanned.scores) > 1
     chosen = [m for m in _METHOD_LIST if (m.kind != "multi" or multi) and m.by_default]
@@ -120,6 +128,13 @@ def _select_streamed(names, scanned, args, progress: _Progress) -> list[_Method]
     if skipped:
         progress.note(f"not fitted in passes, so skipped: {', '.join(skipped)}")
     chosen = [m for m in chosen if _streamable(m)]
+    skipped = [m.name for m in chosen if not _bounded(m)]
+    if skipped:
+        progress.note(
+            f"skipped {', '.join(skipped)}: streamed, their fit holds a table of the distinct "
+            "scores, which grows with the file; ask for one with --method to fit it anyway"
+        )
+    chosen = [m for m in chosen if _bounded(m)]
     if not (scanned.lo >= 0.0 and scanned.hi <= 1.0):
         where = "the row mean of the score columns" if multi else f"column {scanned.scores[0]!r}"
         skipped = [m.name for m in chosen if m.needs_probabilities]

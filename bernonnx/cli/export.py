@@ -85,10 +85,19 @@ def _fit_in_memory(method, args, progress: _Progress):
 def _fit_streamed_export(method, args, progress: _Progress):
     """:func:`_fit_in_memory` in passes over a Parquet file: the scores returned are a
     sample (``_stream.SAMPLE_ROWS``, the extremes included)."""
-    from ._stream import _check_method_scores, _fit_streamed, _refuse_unstreamable, _scan
+    from ._stream import (
+        _UNBOUNDED,
+        _bounded,
+        _check_method_scores,
+        _fit_streamed,
+        _refuse_unstreamable,
+        _scan,
+    )
 
     _check_scores(method, args.score)
     _refuse_unstreamable(method, args)
+    if not _bounded(method):
+        progress.note(_UNBOUNDED.format(method.name), always=True)
     scanned = _scan(args, progress)
     _check_method_scores(method, scanned)
     progress.note(f"{method.name}: fitting on {scanned.rows:,} rows in passes")
