@@ -241,3 +241,21 @@ def test_parquet_source_keeps_rows_by_position_numbered_again(data, parquet):
         streamed.predict_proba(grid), in_memory.predict_proba(grid), rtol=0, atol=1e-12
     )
     assert source.passes > 3
+
+
+def test_parquet_source_weights_equal_in_memory_sample_weight(data, tmp_path):
+    from bernonnx import PlattCalibrator
+    from bernonnx._parquet import ParquetSource
+
+    w = np.random.default_rng(2).integers(0, 4, size=N_ROWS).astype(np.float64)
+    path = tmp_path / "weighted.parquet"
+    table = pa.table({"s": data["s1"], "y": data["y"], "w": w})
+    pq.write_table(table, path, row_group_size=600)
+    grid = np.linspace(-5, 5, 1001)
+    for make in (BernsteinCalibrator, PlattCalibrator):
+        source = ParquetSource(path, "s", "y", weight="w", batch_rows=500)
+        streamed = make()._fit_source(source)
+        in_memory = make().fit(data["s1"], data["y"], sample_weight=w)
+        np.testing.assert_allclose(
+            streamed.predict_proba(grid), in_memory.predict_proba(grid), rtol=0, atol=1e-12
+        )
