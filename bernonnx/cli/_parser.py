@@ -69,7 +69,10 @@ def _add_data_arguments(parser: argparse.ArgumentParser, parquet: bool = True) -
     )
 
 
-def _add_stream_argument(parser: argparse.ArgumentParser) -> None:
+def _add_stream_argument(parser: argparse.ArgumentParser, exportable_only: bool = False) -> None:
+    streamable = [
+        m.name for m in _METHOD_LIST if _streamable(m) and (m.exportable or not exportable_only)
+    ]
     parser.add_argument(
         "--stream",
         action=argparse.BooleanOptionalAction,
@@ -77,7 +80,7 @@ def _add_stream_argument(parser: argparse.ArgumentParser) -> None:
         help="fit in passes over a Parquet file, never holding it in memory (default: "
         f"when it has more than {STREAM_ROWS:,} rows); --no-stream loads it into memory. "
         "Streamed, only the methods that fit in passes run "
-        f"({', '.join(m.name for m in _METHOD_LIST if _streamable(m))})",
+        f"({', '.join(streamable)})",
     )
 
 
@@ -201,7 +204,7 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     _add_data_arguments(export)
-    _add_stream_argument(export)
+    _add_stream_argument(export, exportable_only=True)
     export.add_argument("--method", required=True, metavar="M", help="the calibrator to fit")
     export.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")
     export.add_argument(
