@@ -320,11 +320,12 @@ def report(args, rows, size_mb, stream, memory, dask) -> None:
 def _cluster_paragraph(rows, stream, per_pass, dask) -> str:
     rate = rows / per_pass
     d = stream["degree"]
+    driver = stream["seconds"] - sum(stream["pass_seconds"])
     text = (
-        f"Measured here: a pass over the {rows:,} rows costs {per_pass:.2f} s on average in "
+        f"Measured here: a pass over the {rows:,} rows costs {per_pass:.1f} s on average in "
         f"one process (from {min(stream['pass_seconds']):.1f} to "
-        f"{max(stream['pass_seconds']):.1f} s) "
-        f"({rate / 1e6:,.0f} million rows per second: reading, decoding and the per-row "
+        f"{max(stream['pass_seconds']):.1f} s; "
+        f"{rate / 1e6:,.1f} million rows per second: reading, decoding and the per-row "
         "arithmetic), and the fit takes "
         f"{stream['passes']} passes. Every pass is a sum over chunks, so it is "
         "embarrassingly parallel: on W workers each reads 1/W of the row groups and "
@@ -332,22 +333,29 @@ def _cluster_paragraph(rows, stream, per_pass, dask) -> str:
         f"sums for a Newton step, {1 + (d + 1) + (d + 1) ** 2:,} at the chosen degree {d}; "
         "2^16 buckets per pending quantile for the radix passes, 2^14 "
         "bins per fold for the degree search). The driver's work per pass is O(bins), "
-        "not O(rows): adding W summaries and one small QP. On paper, a pass on W workers "
-        f"costs about {per_pass:.2f} s / W plus a scheduling latency of tens of "
-        "milliseconds, so at 1e10 rows "
+        "not O(rows): adding W summaries and one small QP; measured here, the fit spent "
+        f"{driver:.1f} s of {stream['seconds']:.0f} s between passes. On paper, a pass on W "
+        f"workers costs about {per_pass:.1f} s / W plus the engine's per-pass latency "
+        "(scheduling, collecting the summaries), so at 1e10 rows "
         f"({1e10 / rows:,.0f} times these data) and 100 workers the fit would take about "
-        f"{stream['passes'] * (per_pass * 1e10 / rows / 100 + 0.05):,.0f} s, the passes "
-        "still being the same number; what a cluster cannot remove is the passes' "
-        "sequence (each needs the previous one's result), so latency per pass, not "
-        "throughput, bounds small-data fits."
+        f"{stream['passes'] * per_pass * 1e10 / rows / 100 + driver:,.0f} s plus "
+        f"{stream['passes']} such latencies, the passes still being the same number. What a "
+        "cluster cannot remove is the passes' sequence (each needs the previous one's "
+        "result): on small data the per-pass latency, not throughput, bounds the fit."
     )
     if len(dask) == 2:
         text += (
             f" Measured on Dask here: 2 workers took {dask[1]['seconds']:.1f} s against "
             f"{dask[0]['seconds']:.1f} s for 1 ({dask[0]['seconds'] / dask[1]['seconds']:.2f}× "
-            "faster) on a 2-core machine shared with other work; the ratio is what each "
-            "extra worker adds while cores are free."
+            "faster) on a 2-core machine shared with other work"
         )
+        loads = [float(x["load"].split(" / ")[0]) for x in dask]
+        if abs(loads[0] - loads[1]) > 1.0:
+            text += (
+                f"; the 1-minute load average was {loads[0]:.1f} for 1 worker and "
+                f"{loads[1]:.1f} for 2, so part of that ratio is the machine's, not Dask's"
+            )
+        text += "."
     return text
 
 
