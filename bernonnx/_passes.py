@@ -173,12 +173,8 @@ def _summary(chunk: Chunk) -> Summary:
         values, inverse = values[:3], np.minimum(inverse, 2)
     counts = np.bincount(inverse, minlength=values.shape[0])
     sums = np.bincount(inverse, weights=w, minlength=values.shape[0])
-    # .item() turns numpy scalars into Python ones; object arrays (strings from
-    # pandas or Arrow) hold Python objects already
-    labels = {
-        (v.item() if isinstance(v, np.generic) else v): (int(c), float(t))
-        for v, c, t in zip(values, counts, sums, strict=True)
-    }
+    keys = [v.item() if isinstance(v, np.generic) else v for v in values]
+    labels = {k: (int(c), float(t)) for k, c, t in zip(keys, counts, sums, strict=True)}
     s, wk = chunk.s[keep], w[keep]
     return Summary(
         chunk.s.shape[0],
@@ -244,6 +240,73 @@ def target_of(chunk: Chunk, classes: np.ndarray) -> np.ndarray:
 
 def weights_of(chunk: Chunk) -> np.ndarray:
     return np.ones(chunk.s.shape[0]) if chunk.w is None else chunk.w
+
+
+# --------------------------------------------------------------------------
+# distinct scores: the exact statistics of isotonic and histogram fits
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ScoreTable:
+    """Distinct scores (sorted) and the weight of each class at each: mergeable.
+
+    Every fit whose rows may be replaced by their weights (weight ``k`` equals
+    ``k`` repeated rows) fits the same on these rows. It holds one entry per
+    distinct score, as Spark MLlib's ``IsotonicRegression`` groups them, so
+    its size is that of the scores' distinct values, not of the rows.
+    """
+
+    s: np.ndarray
+    w0: np.ndarray
+    w1: np.ndarray
+
+    @classmethod
+    def group(cls, s, w0, w1) -> ScoreTable:
+        values, inverse = np.unique(s, return_inverse=True)
+        n = values.shape[0]
+        return cls(
+            values,
+            np.bincount(inverse, weights=w0, minlength=n),
+            np.bincount(inverse, weights=w1, minlength=n),
+        )
+
+    @classmethod
+    def of_chunk(cls, chunk: Chunk, classes: np.ndarray) -> ScoreTable:
+        w = weights_of(chunk)
+        keep = w > 0
+        target = target_of(chunk, classes)[keep]
+        w = w[keep]
+        return cls.group(chunk.s[keep], w * (1.0 - target), w * target)
+
+    def __add__(self, other: ScoreTable) -> ScoreTable:
+        return ScoreTable.group(
+            np.concatenate([self.s, other.s]),
+            np.concatenate([self.w0, other.w0]),
+            np.concatenate([self.w1, other.w1]),
+        )
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Scores, 0/1 target and weights: one row per distinct (score, class)."""
+        neg, pos = self.w0 > 0, self.w1 > 0
+        s = np.concatenate([self.s[neg], self.s[pos]])
+        target = np.concatenate([np.zeros(int(neg.sum())), np.ones(int(pos.sum()))])
+        return s, target, np.concatenate([self.w0[neg], self.w1[pos]])
+
+
+class TableFitMixin:
+    """``_fit_source`` of a calibrator whose fit reads rows that weights may replace.
+
+    The class implements ``_fit_rows(s, target, w)`` (float64 scores, 0/1
+    target, positive weights); a source is reduced to a :class:`ScoreTable`
+    in one pass and fitted as its rows.
+    """
+
+    def _fit_source(self, source):
+        described = summarise(source, type(self).__name__)
+        table = source.reduce(lambda chunk: ScoreTable.of_chunk(chunk, described.classes))
+        self.classes_, self.n_features_in_ = described.classes, 1
+        return self._fit_rows(*table.rows())
 
 
 # --------------------------------------------------------------------------
