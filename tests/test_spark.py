@@ -13,12 +13,20 @@ import sys
 import numpy as np
 import pytest
 from _realdata import DEFAULT_DATA_DIR, DataMissing, load
+from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from bernonnx import BernsteinCalibrator
+import bernonnx
+from bernonnx import (
+    BernsteinCalibrator,
+    HistogramCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    PlattHistogramCalibrator,
+)
 
 pyspark = pytest.importorskip(
     "pyspark", reason="the spark extra is not installed (pip install -e '.[spark]')"
@@ -114,6 +122,10 @@ def test_real_scores_auto_degree_log_loss(magic):
     expected = BernsteinCalibrator().fit(local["score"].to_numpy(), local["label"].to_numpy())
     _assert_same_fit(fitted, expected, local["score"].to_numpy())
     assert list(fitted.classes_) == ["g", "h"]
+    # an ordinary fitted calibrator: it exports
+    assert bernonnx.to_onnx(
+        fitted, local[["score"]].to_numpy()[:10], dtype=np.float64
+    ).graph.output
 
 
 @pytest.mark.parametrize(
@@ -127,6 +139,20 @@ def test_weighted_with_zero_weights(weighted, params):
     df, local = weighted
     fitted = fit_calibrator(df, "score", "label", "w", BernsteinCalibrator(**params))
     expected = BernsteinCalibrator(**params).fit(
+        local["score"].to_numpy(), local["label"].to_numpy(), local["w"].to_numpy()
+    )
+    _assert_same_fit(fitted, expected, local["score"].to_numpy())
+
+
+@pytest.mark.parametrize(
+    "calibrator",
+    [PlattCalibrator(), IsotonicCalibrator(), HistogramCalibrator(), PlattHistogramCalibrator()],
+    ids=lambda c: type(c).__name__,
+)
+def test_other_calibrators_equal_in_memory(weighted, calibrator):
+    df, local = weighted
+    fitted = fit_calibrator(df, "score", "label", "w", calibrator)
+    expected = clone(calibrator).fit(
         local["score"].to_numpy(), local["label"].to_numpy(), local["w"].to_numpy()
     )
     _assert_same_fit(fitted, expected, local["score"].to_numpy())
