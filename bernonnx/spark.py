@@ -81,6 +81,12 @@ def _check_column(df, name, argument: str, *, numeric: bool) -> None:
         raise ValueError(f"{argument}={name!r} must be {expected}; it is {kind.simpleString()}")
 
 
+def _col(name: str):
+    """The column named ``name`` exactly (a dot in a name is not a struct field)."""
+    F, _ = _require()
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def _partition_id() -> int:
     from pyspark import TaskContext
 
@@ -121,17 +127,24 @@ class SparkSource:
     finite non-negative weights), raising ``ValueError`` naming the column.
     """
 
-    def __init__(self, df, score_col: str, label_col: str, weight_col: str | None = None, *,
-                 chunk_rows: int = CHUNK_ROWS):  # fmt: skip
-        F, _ = _require()
+    def __init__(
+        self,
+        df,
+        score_col: str,
+        label_col: str,
+        weight_col: str | None = None,
+        *,
+        chunk_rows: int = CHUNK_ROWS,
+    ):
+        _require()
         _check_column(df, score_col, "score_col", numeric=True)
         _check_column(df, label_col, "label_col", numeric=False)
         names = {"score_col": score_col, "label_col": label_col}
-        columns = [F.col(score_col).cast("double").alias("s"), F.col(label_col).alias("y")]
+        columns = [_col(score_col).cast("double").alias("s"), _col(label_col).alias("y")]
         if weight_col is not None:
             _check_column(df, weight_col, "weight_col", numeric=True)
             names["weight_col"] = weight_col
-            columns.append(F.col(weight_col).cast("double").alias("w"))
+            columns.append(_col(weight_col).cast("double").alias("w"))
         self.rows = df.select(*columns)
         self.names = names
         self.weighted = weight_col is not None
@@ -271,8 +284,13 @@ def _count_and_check(batches) -> "_Counts | None":
     return _Counts({_partition_id(): rows}, nulls, problems)
 
 
-def fit_calibrator(df, score_col: str = "score", label_col: str = "label",
-                   weight_col: str | None = None, calibrator: Any = None):  # fmt: skip
+def fit_calibrator(
+    df,
+    score_col: str = "score",
+    label_col: str = "label",
+    weight_col: str | None = None,
+    calibrator: Any = None,
+):
     """Fit a calibrator on a Spark DataFrame's score and label columns.
 
     Parameters
@@ -345,4 +363,4 @@ def with_probability(df, calibrator, score_col: str = "score", output_col: str =
         # NaN becomes null on the way back to Spark
         return pd.Series(out, index=scores.index)
 
-    return df.withColumn(output_col, probability(F.col(score_col)))
+    return df.withColumn(output_col, probability(_col(score_col)))

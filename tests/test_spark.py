@@ -8,6 +8,7 @@ partitions do.
 """
 
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -230,3 +231,19 @@ def test_not_a_pass_calibrator_is_refused(magic):
 
     with pytest.raises(ValueError, match="LogisticRegression does not"):
         fit_calibrator(magic[0], calibrator=NotACalibrator())
+
+
+def test_dotted_column_names_are_names(spark):
+    frame = pd.DataFrame({"model.score": [0.1, 0.4, 0.35, 0.8, 0.2, 0.9], "y": [0, 0, 1, 1, 0, 1]})
+    df = spark.createDataFrame(frame)
+    fitted = fit_calibrator(df, "model.score", "y", calibrator=IsotonicCalibrator())
+    expected = IsotonicCalibrator().fit(frame["model.score"].to_numpy(), frame["y"].to_numpy())
+    _assert_same_fit(fitted, expected, frame["model.score"].to_numpy())
+
+
+def test_import_bernonnx_spark_does_not_import_pyspark():
+    code = (
+        "import sys, bernonnx, bernonnx.spark\n"
+        "assert 'pyspark' not in sys.modules, 'pyspark imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
