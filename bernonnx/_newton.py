@@ -113,6 +113,80 @@ class Points:
         return Points(self.u[rows], self.v[rows], self.y[rows], self.w[rows])
 
 
+def fold_of(start: int, n: int, n_folds: int) -> np.ndarray:
+    """Fold of the rows at positions ``start, ..., start + n - 1``: a hash of the position.
+
+    The fold rule of the degree search. It reads nothing but a row's position
+    in the data, so a chunk of rows (a partial_fit call, a Dask or Spark
+    partition) knows its rows' folds from its offset alone, with no sort and
+    no other chunk: every engine forms the same folds as the in-memory fit.
+    The hash (splitmix64's finaliser) spreads any order of the rows, sorted by
+    score or by label, evenly over the folds.
+    """
+    x = np.arange(start, start + n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x += np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return (x % np.uint64(n_folds)).astype(np.int64)
+
+
+def cells_per_axis(n_bins: int, m_axes: int) -> int:
+    """Intervals per column of the grid of :func:`bin_sums`: ``round(n_bins^(1/M))``, >= 2."""
+    return max(2, int(round(n_bins ** (1.0 / m_axes))))
+
+
+def bin_sums(points: Points, n_bins: int, groups=None, n_groups: int = 1):
+    """Per-(group, cell, class) sums of ``w`` and ``w u``: the mergeable form of :func:`compress`.
+
+    Returns ``(wt, wu)`` of shapes ``(n_groups, 2 C)`` and ``(n_groups, 2 C,
+    M)``, ``C`` cells, class in the last bit of the index. Sums of two sets
+    of rows are the sums of the rows together, so bins merge by addition;
+    ``groups`` (ints below ``n_groups``, one per row) are the folds.
+    """
+    u, y, w = points.u, points.y, points.w
+    cols = u.reshape(u.shape[0], -1)
+    m_axes = cols.shape[1]
+    per = cells_per_axis(n_bins, m_axes)
+    cell = np.zeros(u.shape[0], dtype=np.int64)
+    for m in range(m_axes):
+        cell = cell * per + np.minimum((cols[:, m] * per).astype(np.int64), per - 1)
+    size = 2 * per**m_axes
+    idx = 2 * cell + (y > 0.5)
+    if groups is not None:
+        idx += size * np.asarray(groups, dtype=np.int64)
+    total = size * n_groups
+    wt = np.bincount(idx, weights=w, minlength=total).reshape(n_groups, size)
+    wu = np.stack(
+        [np.bincount(idx, weights=w * cols[:, m], minlength=total) for m in range(m_axes)],
+        axis=-1,
+    ).reshape(n_groups, size, m_axes)
+    return wt, wu
+
+
+def coarsen(wt: np.ndarray, wu: np.ndarray, factor: int):
+    """Sums of :func:`bin_sums` on a grid ``factor`` times coarser per axis (1-D grids only).
+
+    Exact: ``floor(u * per / f) = floor(floor(u * per) / f)`` for a power-of-two
+    ``per`` and ``f``, so the coarse sums are those of ``bin_sums`` at ``per / f``.
+    """
+    n_groups, size = wt.shape
+    shape = (n_groups, size // (2 * factor), factor, 2)
+    return wt.reshape(shape).sum(axis=2).reshape(n_groups, -1), wu.reshape(
+        *shape, wu.shape[-1]
+    ).sum(axis=2).reshape(n_groups, -1, wu.shape[-1])
+
+
+def points_from_sums(wt: np.ndarray, wu: np.ndarray, one_score: bool) -> Points:
+    """The bins of summed ``wt`` (shape ``(2 C,)``) and ``wu`` as points: weighted means."""
+    keep = wt > 0
+    means = wu[keep] / wt[keep, None]
+    if one_score:
+        means = means[:, 0]
+    return Points(means, 1.0 - means, (np.flatnonzero(keep) % 2).astype(np.float64), wt[keep])
+
+
 def compress(points: Points, n_bins: int) -> Points:
     """Per-(cell, class) weighted means of ``u`` on a grid of about ``n_bins`` cells.
 
@@ -122,20 +196,8 @@ def compress(points: Points, n_bins: int) -> Points:
     moment, so a fit on bins differs from the fit on rows by the spread of
     the points inside a bin only.
     """
-    u, y, w = points.u, points.y, points.w
-    cols = u.reshape(u.shape[0], -1)
-    m_axes = cols.shape[1]
-    per = max(2, int(round(n_bins ** (1.0 / m_axes))))
-    cell = np.zeros(u.shape[0], dtype=np.int64)
-    for m in range(m_axes):
-        cell = cell * per + np.minimum((cols[:, m] * per).astype(np.int64), per - 1)
-    idx = 2 * cell + (y > 0.5)
-    size = 2 * per**m_axes
-    wt = np.bincount(idx, weights=w, minlength=size)
-    keep = wt > 0
-    sums = [np.bincount(idx, weights=w * cols[:, m], minlength=size) for m in range(m_axes)]
-    means = (np.stack(sums, axis=1)[keep] / wt[keep, None]).reshape(-1, *u.shape[1:])
-    return Points(means, 1.0 - means, (np.flatnonzero(keep) % 2).astype(np.float64), wt[keep])
+    wt, wu = bin_sums(points, n_bins)
+    return points_from_sums(wt[0], wu[0], points.u.ndim == 1)
 
 
 # --------------------------------------------------------------------------
@@ -185,10 +247,14 @@ class _Curve:
         return bern.bernstein_eval(u, coef, v)
 
     def squared_terms(self, points, shape):
+        if not isinstance(points, Points):
+            return points.squared_terms(shape[0] - 1)  # rows read in passes (_passes.py)
         gram, rhs, _ = bern.least_squares_terms(points.u, points.y, points.w, shape[0] - 1)
         return gram, rhs
 
     def logistic_terms(self, points, coef, hessian):
+        if not isinstance(points, Points):
+            return points.logistic_terms(coef, hessian)
         return bern.logistic_terms(points.u, points.v, points.y, points.w, coef, hessian)
 
     def elevate(self, coef, shape):
@@ -245,10 +311,23 @@ def box(loss: str, logit_bound: float) -> tuple[float, float]:
     return (-logit_bound, logit_bound) if loss == "log" else (0.0, 1.0)
 
 
-def constant_level(loss: str, y: np.ndarray, w: np.ndarray, lo: float, hi: float) -> float:
-    """The one coefficient value that predicts the weighted base rate."""
-    rate = float(np.average(y, weights=w))
+def constant_level(loss: str, rate: float, lo: float, hi: float) -> float:
+    """The one coefficient value that predicts the weighted base ``rate``."""
     return float(np.clip(logit(rate), lo, hi)) if loss == "log" else rate
+
+
+def is_constant(points) -> bool:
+    """Whether all points share one ``u`` (constant scores: nothing to rank)."""
+    if not isinstance(points, Points):
+        return points.u_range().constant
+    return bool(np.ptp(points.u) == 0)
+
+
+def base_rate(points) -> float:
+    """Weighted mean label of the points (or of the rows of a ``_passes.RowPasses``)."""
+    if not isinstance(points, Points):
+        return points.rate
+    return float(np.average(points.y, weights=points.w))
 
 
 def newton(
@@ -310,13 +389,13 @@ def newton(
 def fit_log(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) -> np.ndarray:
     """Log-loss coefficients (shape ``feasible.shape``), warm-started at ``x0``."""
     if x0 is None:
-        rate = np.clip(np.average(points.y, weights=points.w), _RATE_CLIP, 1 - _RATE_CLIP)
+        rate = np.clip(base_rate(points), _RATE_CLIP, 1 - _RATE_CLIP)
         x0 = np.full(feasible.shape, np.clip(logit(rate), feasible.lo, feasible.hi))
     x0 = np.ravel(x0)
     bins = None
     if len(points) > COMPRESS_ABOVE:
         # coarse bins first: most steps of a cold start are taken on few points
-        bins = compress(points, FIT_BINS)
+        bins = compress(points, FIT_BINS) if isinstance(points, Points) else points.bins(FIT_BINS)
         x0 = newton(basis, compress(bins, COARSE_BINS), feasible, x0)
         x0 = newton(basis, bins, feasible, x0)
     return newton(basis, points, feasible, x0, curvature=bins).reshape(feasible.shape)
@@ -370,31 +449,42 @@ def one_standard_error_choice(fold_losses: np.ndarray) -> int:
     return int(np.flatnonzero(diff.mean(axis=0) <= se)[0])
 
 
-def select_degree(basis, points, feasible_sets, loss, n_folds) -> np.ndarray:
-    """Validation log loss of each candidate on each of ``n_folds`` folds.
+def fold_bins(points: Points, n_folds: int, folds=None):
+    """Per-fold bins of the degree search (:func:`bin_sums` at :data:`SELECT_BINS`).
 
-    ``feasible_sets`` holds one feasible set per candidate degree, smallest
-    first. Folds interleave the rows sorted by the sum of the ``u`` columns
-    (every fold spans the score range, or the diagonal along which a
-    coordinate-wise increasing map rises; deterministic). Each fold's data
-    are binned to at most ``2 * SELECT_BINS`` points before fitting:
-    selection needs the ranking of degrees, not the last digit; the final fit
-    is exact. Each candidate starts from the previous one's coefficients,
-    elevated: a feasible warm start. Returns shape ``(n_used_folds,
-    n_candidates)``.
+    ``folds``: each point's fold, from its row's position in the data
+    (:func:`fold_of`); by default the points are the rows ``0, 1, ...``.
+    Rows read in passes (``_passes.RowPasses``) bin themselves, chunk by chunk.
+    """
+    if not isinstance(points, Points):
+        return points.fold_bins(n_folds)
+    if folds is None:
+        folds = fold_of(0, len(points), n_folds)
+    return bin_sums(points, SELECT_BINS, folds, n_folds)
+
+
+def select_degree(basis, sums, feasible_sets, loss, one_score=True) -> np.ndarray:
+    """Validation log loss of each candidate on each fold of the per-fold bins ``sums``.
+
+    ``sums`` = ``(wt, wu)`` of :func:`fold_bins`: rows fall into folds by a
+    hash of their position (:func:`fold_of`), and each fold's rows are
+    binned to at most ``2 * SELECT_BINS`` points: selection needs the ranking
+    of degrees, not the last digit; the final fit is exact. A fold trains on
+    the sums of the other folds. ``feasible_sets`` holds one feasible set per
+    candidate degree, smallest first; each candidate starts from the previous
+    one's coefficients, elevated: a feasible warm start. Folds without weight
+    on either side are skipped. Returns shape ``(n_used_folds, n_candidates)``.
     """
     fit = FITS[loss]
-    u = points.u
-    order = np.argsort(u if u.ndim == 1 else u.sum(axis=1), kind="stable")
-    fold = np.empty(len(points), dtype=np.int64)
-    fold[order] = np.arange(len(points)) % n_folds
+    wt, wu = sums
     rows = []
-    for k in range(n_folds):
-        train, test = fold != k, fold == k
-        if not (points.w[train].sum() > 0 and points.w[test].sum() > 0):
+    for k in range(wt.shape[0]):
+        others = np.arange(wt.shape[0]) != k
+        train_wt = wt[others].sum(axis=0)
+        if not (train_wt.sum() > 0 and wt[k].sum() > 0):
             continue
-        tr = compress(points.take(train), SELECT_BINS)
-        te = compress(points.take(test), SELECT_BINS)
+        tr = points_from_sums(train_wt, wu[others].sum(axis=0), one_score)
+        te = points_from_sums(wt[k], wu[k], one_score)
         coef, row = None, []
         for feasible in feasible_sets:
             x0 = None if coef is None else basis.elevate(coef, feasible.shape)
@@ -404,16 +494,18 @@ def select_degree(basis, points, feasible_sets, loss, n_folds) -> np.ndarray:
     return np.asarray(rows)
 
 
-def fit_degree(basis, points, feasible_sets, loss, n_folds):
+def fit_degree(basis, points, feasible_sets, loss, n_folds, folds=None):
     """Choose among ``feasible_sets`` (one per candidate degree) and fit.
 
-    Returns ``(index, coef, fold_losses)``; ``fold_losses`` is ``None`` for a
-    single candidate.
+    ``folds`` as in :func:`fold_bins`. Returns ``(index, coef,
+    fold_losses)``; ``fold_losses`` is ``None`` for a single candidate.
     """
     fold_losses = None
     index = 0
     if len(feasible_sets) > 1:
-        fold_losses = select_degree(basis, points, feasible_sets, loss, min(n_folds, len(points)))
+        sums = fold_bins(points, n_folds, folds)
+        one_score = not isinstance(points, Points) or points.u.ndim == 1
+        fold_losses = select_degree(basis, sums, feasible_sets, loss, one_score)
         index = one_standard_error_choice(fold_losses)
     return index, FITS[loss](basis, points, feasible_sets[index]), fold_losses
 

@@ -120,11 +120,22 @@ def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int =
     logistic) or a single knot (quantile): the transform is then constant and
     the calibrator predicts the base rate, with no division by zero.
     """
-    lo, hi = float(s.min()), float(s.max())
+    return transform_params(
+        kind, float(s.min()), float(s.max()), lambda p: weighted_quantile(s, w, p), n_knots
+    )
+
+
+def transform_params(kind: str, lo: float, hi: float, quantiles, n_knots: int = 64) -> dict:
+    """:func:`fit_transform_params` from the scores' range and ``quantiles(probs)``.
+
+    ``quantiles`` returns the weighted quantiles of the scores at the levels
+    ``probs``: in memory by sorting, elsewhere by passes over the data
+    (:func:`bernonnx._passes.weighted_quantiles`).
+    """
     if kind == "minmax":
         return {"shift": lo, "scale": _slope(1.0, hi - lo)}
     if kind == "logistic":
-        q_lo, mid, q_hi = weighted_quantile(s, w, np.array([_TAIL, 0.5, 1 - _TAIL]))
+        q_lo, mid, q_hi = quantiles(np.array([_TAIL, 0.5, 1 - _TAIL]))
         # a percentile tied with the median (heavy ties) falls back to the
         # extreme on that side, then to the other side's spread
         below = mid - q_lo if q_lo < mid else mid - lo
@@ -138,7 +149,7 @@ def fit_transform_params(kind: str, s: np.ndarray, w: np.ndarray, n_knots: int =
         }
     if kind == "quantile":
         probs = np.linspace(0.0, 1.0, n_knots + 1)
-        knots = weighted_quantile(s, w, probs)
+        knots = np.array(quantiles(probs), dtype=np.float64)
         knots[0], knots[-1] = lo, hi
         knots, first = np.unique(knots, return_index=True)
         if knots.shape[0] == 1:

@@ -164,16 +164,20 @@ def check_weights(sample_weight, s: np.ndarray) -> np.ndarray:
     return w
 
 
-def fit_inputs(estimator, X, y, sample_weight):
+def fit_inputs(estimator, X, y, sample_weight, positions=False):
     """Checked float64 scores, 0/1 target and weights of the rows with positive weight.
 
     Sets ``classes_`` and ``n_features_in_``. Errors, in order: labels,
     weights, a single class among the positive-weight rows, then NaN/inf and
-    the single-column rule (see :func:`check_scores`).
+    the single-column rule (see :func:`check_scores`). ``positions=True``
+    also returns the kept rows' positions in ``X``, and the number of rows.
     """
     arr, y = check_scores(estimator, X, reset=True, y=y)
     target, w, keep = labelled_rows(estimator, arr, y, sample_weight)
     s = single_score(estimator, arr).astype(np.float64, copy=False)
+    if positions:
+        where = np.arange(s.shape[0]) if isinstance(keep, slice) else np.flatnonzero(keep)
+        return s[keep], target[keep], w[keep], where, s.shape[0]
     return s[keep], target[keep], w[keep]
 
 

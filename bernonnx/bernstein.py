@@ -15,13 +15,17 @@ from ._newton import (
     PARAMETER_CONSTRAINTS,
     TRANSFORM_KEYS,
     Points,
+    base_rate,
     box,
     constant_level,
     fit_degree,
+    fold_of,
     forget_optional_attributes,
+    is_constant,
     link,
     single_blas_thread,
 )
+from ._passes import RowPasses, lazy_source, summarise, weighted_quantiles
 from ._qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._transforms import (
     apply_transform,
@@ -29,6 +33,7 @@ from ._transforms import (
     logistic_z,
     rescale,
     score_exponent,
+    transform_params,
 )
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
 
@@ -205,33 +210,62 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         -------
         self : BernsteinCalibrator
         """
-        s, target, w = fit_inputs(self, X, y, sample_weight)
+        source = lazy_source(X, y, sample_weight)
+        if source is not None:
+            return self._fit_source(source)
+        s, target, w, where, n_rows = fit_inputs(self, X, y, sample_weight, positions=True)
+        exponent = score_exponent(s)
+        s = rescale(s, exponent)
+        params = fit_transform_params(self.score_transform, s, w, self.n_knots)
+        u, _ = apply_transform(self.score_transform, s, params, with_v=False)
+        # The fit reads 1 - u, not the transform's more accurate v (predict does).
+        points = Points(u, 1.0 - u, target, w)
+        return self._fit_points(exponent, params, points, fold_of(0, n_rows, self.n_folds)[where])
+
+    def _fit_source(self, source):
+        """Fit on the rows of a ``_passes.Source`` in passes: the same fit as in memory."""
+        self._candidate_degrees()
+        described = summarise(source, type(self).__name__)
+        self.classes_, self.n_features_in_ = described.classes, 1
+        exponent = score_exponent(np.array([described.lo, described.hi]))
+        lo, hi = rescale(np.array([described.lo, described.hi]), exponent)
+        params = transform_params(
+            self.score_transform,
+            float(lo),
+            float(hi),
+            lambda p: weighted_quantiles(source, p, described, lambda s: rescale(s, exponent)),
+            self.n_knots,
+        )
+        kind = self.score_transform
+
+        def to_u(s):
+            return apply_transform(kind, rescale(s, exponent), params, with_v=False)[0]
+
+        return self._fit_points(exponent, params, RowPasses(source, to_u, described), None)
+
+    def _fit_points(self, exponent, params, points, folds):
+        """The fit once the transform is fixed: ``points`` are ``Points`` or ``RowPasses``."""
         degrees = self._candidate_degrees()
         forget_optional_attributes(self)
-        self.score_exponent_ = score_exponent(s)
-        s = rescale(s, self.score_exponent_)
-
-        params = fit_transform_params(self.score_transform, s, w, self.n_knots)
+        self.score_exponent_ = exponent
         for key in TRANSFORM_KEYS:
             if key in params:
                 setattr(self, key + "_", params[key])
-        u, _ = apply_transform(self.score_transform, s, params, with_v=False)
-
         lo, hi = box(self.loss, float(self.logit_bound))
-        if np.ptp(u) == 0:
+        if is_constant(points):
             # constant scores carry no ranking: predict the weighted base rate
             self.degree_ = degrees[0]
-            self.coef_ = np.full(self.degree_ + 1, constant_level(self.loss, target, w, lo, hi))
+            self.coef_ = np.full(
+                self.degree_ + 1, constant_level(self.loss, base_rate(points), lo, hi)
+            )
             return self
 
         chains = [
             Chain((d + 1,), lo, hi, float(self.min_slope), _SOLVERS[self.solver]) for d in degrees
         ]
-        # The fit reads 1 - u, not the transform's more accurate v (predict does).
-        points = Points(u, 1.0 - u, target, w)
         with single_blas_thread():
             index, self.coef_, fold_losses = fit_degree(
-                CURVE, points, chains, self.loss, self.n_folds
+                CURVE, points, chains, self.loss, self.n_folds, folds
             )
         self.degree_ = int(degrees[index])
         if fold_losses is not None:

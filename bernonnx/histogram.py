@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import _ScoreCalibrator
+from ._passes import TableFitMixin, lazy_source
 from ._stats import weighted_quantile
 from ._transforms import rescale, score_exponent
 from ._validation import IntInterval, StrOptions, _fit_context, fit_inputs
@@ -95,7 +96,7 @@ def _bin_means(v, w, z, edges, increasing):
     return np.clip(_fill_empty(means, full), 0.0, 1.0)
 
 
-class HistogramCalibrator(_ScoreCalibrator):
+class HistogramCalibrator(TableFitMixin, _ScoreCalibrator):
     """Histogram binning: the weighted positive rate of the score's bin.
 
     Parameters
@@ -186,7 +187,12 @@ class HistogramCalibrator(_ScoreCalibrator):
         -------
         self : HistogramCalibrator
         """
-        s, target, w = fit_inputs(self, X, y, sample_weight)
+        source = lazy_source(X, y, sample_weight)
+        if source is not None:
+            return self._fit_source(source)
+        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+
+    def _fit_rows(self, s, target, w):
         self.bin_edges_ = _inner_edges(s, w, self.n_bins, self.strategy)
         self.bin_values_ = _bin_means(s, w, target, self.bin_edges_, self.increasing)
         return self
@@ -195,7 +201,7 @@ class HistogramCalibrator(_ScoreCalibrator):
         return self.bin_values_[_bin_index(self.bin_edges_, s)]
 
 
-class PlattHistogramCalibrator(_ScoreCalibrator):
+class PlattHistogramCalibrator(TableFitMixin, _ScoreCalibrator):
     """Platt-histogram ("scaling-binning") calibration of Kumar et al. (2019).
 
     Fits Platt scaling ``g``, bins the values ``g(s)`` and outputs, per bin,
@@ -306,7 +312,12 @@ class PlattHistogramCalibrator(_ScoreCalibrator):
         -------
         self : PlattHistogramCalibrator
         """
-        s, target, w = fit_inputs(self, X, y, sample_weight)
+        source = lazy_source(X, y, sample_weight)
+        if source is not None:
+            return self._fit_source(source)
+        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+
+    def _fit_rows(self, s, target, w):
         q = _set_platt(self, s, target, w)
         # The bins are chosen on g(s) but stored, and applied, on its argument
         # a = slope_ t + intercept_: Python and the graph then compare the same

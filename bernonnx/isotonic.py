@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import _ScoreCalibrator
+from ._passes import TableFitMixin, lazy_source
 from ._transforms import rescale, score_exponent
 from ._validation import StrOptions, _fit_context, fit_inputs
 
@@ -77,7 +78,7 @@ def _drop_inner_repeats(x, y):
     return x[keep], y[keep]
 
 
-class IsotonicCalibrator(_ScoreCalibrator):
+class IsotonicCalibrator(TableFitMixin, _ScoreCalibrator):
     r"""Isotonic regression: the weighted least-squares monotone step fit, interpolated.
 
     Parameters
@@ -179,7 +180,13 @@ class IsotonicCalibrator(_ScoreCalibrator):
         -------
         self : IsotonicCalibrator
         """
-        x, ybar, wt = _pool_ties(*fit_inputs(self, X, y, sample_weight))
+        source = lazy_source(X, y, sample_weight)
+        if source is not None:
+            return self._fit_source(source)
+        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+
+    def _fit_rows(self, s, target, w):
+        x, ybar, wt = _pool_ties(s, target, w)
         fitted = np.clip(_pav(ybar, wt, self.increasing), 0.0, 1.0)
         self.x_thresholds_, self.y_thresholds_ = _drop_inner_repeats(x, fitted)
         self.score_exponent_ = score_exponent(self.x_thresholds_)

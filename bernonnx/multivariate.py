@@ -305,7 +305,9 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
             # constant scores carry no ranking: predict the weighted base rate
             self.degrees_ = candidates[0]
             shape = tuple(d + 1 for d in self.degrees_)
-            self.coef_ = np.full(shape, constant_level(self.loss, target, w, lo, hi))
+            self.coef_ = np.full(
+                shape, constant_level(self.loss, float(np.average(target, weights=w)), lo, hi)
+            )
             return self
 
         lattices = [

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import expit
 
 from ._base import _ScoreCalibrator
+from ._passes import lazy_source, summarise, target_of, weights_of
 from ._transforms import clipped_log_odds, rescale, score_exponent
 from ._validation import Interval, _fit_context, fit_inputs
 
@@ -51,42 +52,71 @@ def _logit(p: float) -> float:
     return float(np.log(p) - np.log1p(-p))
 
 
-def _fit_platt(
-    t: np.ndarray, target: np.ndarray, w: np.ndarray, C: float, increasing: bool
-) -> tuple[float, float]:
+class _Rows:
+    """The regressor ``t``, 0/1 target and weights of a Platt fit, summed over chunks.
+
+    ``each(fn)`` is the sum of ``fn(t, target, w)`` over the chunks of the
+    rows: one call on in-memory arrays (:func:`_in_memory`), one pass over a
+    ``_passes.Source`` otherwise (``PlattCalibrator._fit_source``). ``lo``,
+    ``hi``: the range of ``t``; ``n_pos``, ``n_neg``: the weight per class.
+    """
+
+    def __init__(self, each, lo: float, hi: float, n_pos: float, n_neg: float):
+        self.each, self.lo, self.hi, self.n_pos, self.n_neg = each, lo, hi, n_pos, n_neg
+
+
+def _in_memory(t: np.ndarray, target: np.ndarray, w: np.ndarray) -> _Rows:
+    n_pos = float(w[target > 0.5].sum())
+    n_neg = float(w[target <= 0.5].sum())
+    return _Rows(lambda fn: fn(t, target, w), float(t.min()), float(t.max()), n_pos, n_neg)
+
+
+def _fit_platt(rows: _Rows, C: float, increasing: bool) -> tuple[float, float]:
     """Slope and intercept of Platt's smoothed-target logistic fit (see PlattCalibrator).
 
     Newton's method on ``u = (t - centre) / half_range`` in ``[-1, 1]`` (the
     fit is invariant to that affine map; the L2 term is rescaled so that it
-    penalises the slope of ``t``), then mapped back.
+    penalises the slope of ``t``), then mapped back. Each step reads the rows
+    once for five sums, each trial of the line search once for the loss.
     """
-    lo, hi = float(t.min()), float(t.max())
+    lo, hi, n_pos, n_neg = rows.lo, rows.hi, rows.n_pos, rows.n_neg
     # halves first: lo + hi and hi - lo may overflow for |t| near the float max
     centre, half = lo / 2 + hi / 2, hi / 2 - lo / 2
     if not half > 0:
         # constant scores carry no ranking: predict the weighted base rate
-        return 0.0, _logit(float(np.average(target, weights=w)))
-    n_pos = float(w[target > 0.5].sum())
-    n_neg = float(w[target <= 0.5].sum())
+        return 0.0, _logit(n_pos / (n_pos + n_neg))
     # Platt (1999) targets: the MAP estimate under a uniform prior on the
     # per-class rates; keeps the optimum finite on separable scores
-    soft = np.where(target > 0.5, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-    u = (t - centre) / half
+    soft_pos, soft_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
     ridge = 0.0 if np.isinf(C) else 1.0 / (C * half * half)
 
-    def objective(theta):
-        eta = theta[0] * u + theta[1]
-        return float(w @ (np.logaddexp(0.0, eta) - soft * eta)) + 0.5 * ridge * theta[0] ** 2
+    def scaled(t, target):
+        return (t - centre) / half, np.where(target > 0.5, soft_pos, soft_neg)
+
+    def loss(theta):
+        def one(t, target, w):
+            u, soft = scaled(t, target)
+            eta = theta[0] * u + theta[1]
+            return float(w @ (np.logaddexp(0.0, eta) - soft * eta))
+
+        return rows.each(one) + 0.5 * ridge * theta[0] ** 2
+
+    def sums(theta):
+        def one(t, target, w):
+            u, soft = scaled(t, target)
+            p = expit(theta[0] * u + theta[1])
+            r = w * (p - soft)
+            h = w * p * (1.0 - p)
+            return np.array([r @ u, r.sum(), h @ (u * u), h @ u, h.sum()])
+
+        return rows.each(one)
 
     theta = np.array([0.0, np.log((n_pos + 1.0) / (n_neg + 1.0))])
-    f = objective(theta)
+    f = loss(theta)
     for _ in range(_NEWTON_MAX_ITER):
-        p = expit(theta[0] * u + theta[1])
-        r = w * (p - soft)
-        h = w * p * (1.0 - p)
-        hu = float(h @ u)
-        grad = np.array([float(r @ u) + ridge * theta[0], float(r.sum())])
-        hess = np.array([[float(h @ (u * u)) + ridge, hu], [hu, float(h.sum())]])
+        ru, r, huu, hu, h = (float(v) for v in sums(theta))
+        grad = np.array([ru + ridge * theta[0], r])
+        hess = np.array([[huu + ridge, hu], [hu, h]])
         # a relative 1e-12 damping only guards a saturated Hessian: the
         # gradient is exact, so the fixed point is the exact optimum
         hess += 1e-12 * (np.trace(hess) + 1e-300) * np.eye(2)
@@ -99,21 +129,21 @@ def _fit_platt(
             # far from the optimum: backtrack on the objective (Armijo). Closer in,
             # f cannot resolve the remaining error, and the full step is safe
             while scale > 1e-12:
-                fn = objective(theta + scale * step)
+                fn = loss(theta + scale * step)
                 if fn <= f - 1e-4 * scale * decrease:
                     break
                 scale *= 0.5
             else:
                 break
         theta = theta + scale * step
-        f = objective(theta)
+        f = loss(theta)
         if np.max(np.abs(scale * step)) <= 1e-13 * (1.0 + np.max(np.abs(theta))):
             break
     a, b = float(theta[0]), float(theta[1])
     if increasing and a < 0:
         # the problem is convex with one bound: the optimum is on it (a = 0),
         # where the intercept solves sum w (sigmoid(b) - T) = 0 in closed form
-        a, b = 0.0, _logit(float(np.average(soft, weights=w)))
+        a, b = 0.0, _logit((n_pos * soft_pos + n_neg * soft_neg) / (n_pos + n_neg))
     return a / half, b - a * centre / half
 
 
@@ -136,8 +166,30 @@ def _set_platt(est, s, target, w):
     t = _platt_feature(s, est.log_odds, est.eps)
     est.score_exponent_ = score_exponent(t)
     t = rescale(t, est.score_exponent_)
-    est.slope_, est.intercept_ = _fit_platt(t, target, w, float(est.C), est.increasing)
+    est.slope_, est.intercept_ = _fit_platt(_in_memory(t, target, w), float(est.C), est.increasing)
     return _platt_eval(est, s)
+
+
+def _set_platt_source(est, source):
+    """:func:`_set_platt` on the rows of a ``_passes.Source``, read in passes."""
+    described = summarise(source, type(est).__name__)
+    est.classes_, est.n_features_in_ = described.classes, 1
+    ends = _platt_feature(np.array([described.lo, described.hi]), est.log_odds, est.eps)
+    est.score_exponent_ = score_exponent(ends)
+    lo, hi = rescale(ends, est.score_exponent_)
+
+    def each(fn):
+        def one(chunk):
+            w = weights_of(chunk)
+            keep = w > 0
+            t = rescale(_platt_feature(chunk.s[keep], est.log_odds, est.eps), est.score_exponent_)
+            return fn(t, target_of(chunk, described.classes)[keep], w[keep])
+
+        return source.reduce(one)
+
+    n_pos = described.positive_weight
+    rows = _Rows(each, float(lo), float(hi), n_pos, described.weight - n_pos)
+    est.slope_, est.intercept_ = _fit_platt(rows, float(est.C), est.increasing)
 
 
 class PlattCalibrator(_ScoreCalibrator):
@@ -257,7 +309,15 @@ class PlattCalibrator(_ScoreCalibrator):
         -------
         self : PlattCalibrator
         """
+        source = lazy_source(X, y, sample_weight)
+        if source is not None:
+            return self._fit_source(source)
         _set_platt(self, *fit_inputs(self, X, y, sample_weight))
+        return self
+
+    def _fit_source(self, source):
+        """Fit on the rows of a ``_passes.Source`` in passes: the same fit as in memory."""
+        _set_platt_source(self, source)
         return self
 
     def _evaluate(self, s):

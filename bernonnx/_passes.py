@@ -1,0 +1,445 @@
+"""Fits as passes over chunks of rows: the one implementation behind every engine.
+
+A :class:`Source` holds ``(score, label, weight)`` rows in chunks it can read
+again: in-memory arrays (:class:`ArraySource`), the partitions of a Dask
+collection (:mod:`bernonnx.dask`), a Spark DataFrame (:mod:`bernonnx.spark`)
+or the row groups of a Parquet file (:mod:`bernonnx.cli`). It offers one
+operation, :meth:`Source.reduce`: apply a function to every chunk and add
+the results. A fit reads the data through nothing else, so each engine
+contributes only the way it runs a function on its chunks.
+
+A fit takes as many passes as the exact in-memory fit needs, and computes the
+same quantities in the same way; only the order of additions differs (about
+1e-16 relative). A Bernstein fit (``BernsteinCalibrator._fit_source``):
+
+1. :func:`summarise`: counts, classes, weight per class, score range;
+2. the transform's weighted quantiles, exactly (:func:`weighted_quantiles`,
+   four radix passes on the order-preserving integer keys of the scores);
+3. the per-fold bins of the degree search (folds by a hash of the row's
+   position, :func:`bernonnx._newton.fold_of`): the same folds as in memory;
+4. the final fit, by the fitting core itself on :class:`RowPasses`: the
+   least-squares moments (one pass), or the log loss's bins and then one
+   pass per projected Newton step on the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+from . import _bernstein as bern
+from ._newton import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
+from ._stats import _SLACK
+from ._validation import _finite_or_raise
+
+#: Rows per chunk of an :class:`ArraySource`.
+CHUNK_ROWS = 1 << 20
+
+
+class Chunk(NamedTuple):
+    """Rows ``start, ..., start + len(s) - 1`` of the data.
+
+    ``s``: float64 scores; ``y``: labels as given; ``w``: float64 weights or
+    ``None`` (all ones).
+    """
+
+    s: np.ndarray
+    y: np.ndarray
+    w: np.ndarray | None
+    start: int
+
+
+class Source(Protocol):
+    """Rows in chunks that can be read again; see the module docstring."""
+
+    def reduce(self, fn: Callable[[Chunk], object]) -> object:
+        """``fn(chunk)`` of every chunk, added with ``+`` (in any order)."""
+
+
+def add(a, b):
+    """``a + b`` through tuples and lists (element by element) and ``None`` (absent)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, (tuple, list)):
+        return type(a)(add(x, y) for x, y in zip(a, b, strict=True))
+    return a + b
+
+
+@dataclass
+class ArraySource:
+    """In-memory rows read in chunks of ``chunk_rows``: the other engines, in one process."""
+
+    s: np.ndarray
+    y: np.ndarray
+    w: np.ndarray | None = None
+    chunk_rows: int = CHUNK_ROWS
+
+    def chunks(self) -> Iterator[Chunk]:
+        n = self.s.shape[0]
+        for start in range(0, max(n, 1), self.chunk_rows):
+            sl = slice(start, start + self.chunk_rows)
+            w = None if self.w is None else self.w[sl]
+            yield Chunk(np.asarray(self.s[sl], dtype=np.float64), self.y[sl], w, start)
+
+    def reduce(self, fn):
+        out = None
+        for chunk in self.chunks():
+            out = add(out, fn(chunk))
+        return out
+
+
+def chunk_arrays(s, y, w, start: int) -> Chunk:
+    """A :class:`Chunk` of any array-likes (pandas, Arrow), scores checked finite."""
+    s = np.asarray(s, dtype=np.float64).reshape(-1)
+    _finite_or_raise(s, "scores")
+    if w is not None:
+        w = np.asarray(w, dtype=np.float64).reshape(-1)
+        _finite_or_raise(w, "sample_weight")
+        if (w < 0).any():
+            raise ValueError("sample_weight has negative values; weights must be >= 0")
+    y = np.asarray(y).reshape(-1)
+    if y.shape[0] != s.shape[0] or (w is not None and w.shape[0] != s.shape[0]):
+        raise ValueError(
+            f"scores, y and sample_weight must have the same length; got {s.shape[0]}, "
+            f"{y.shape[0]} and {None if w is None else w.shape[0]}"
+        )
+    return Chunk(s, y, w, int(start))
+
+
+def lazy_source(X, y, sample_weight) -> Source | None:
+    """A :class:`Source` over a Dask collection ``X``, else ``None`` (in-memory data)."""
+    if type(X).__module__.split(".")[0] == "dask":
+        from .dask import dask_source
+
+        return dask_source(X, y, sample_weight)
+    return None
+
+
+# --------------------------------------------------------------------------
+# pass 1: what the data hold
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Extremes:
+    """Smallest and largest value; adds by min and max."""
+
+    lo: float = np.inf
+    hi: float = -np.inf
+
+    def __add__(self, other: Extremes) -> Extremes:
+        return Extremes(min(self.lo, other.lo), max(self.hi, other.hi))
+
+    @property
+    def constant(self) -> bool:
+        return self.lo == self.hi
+
+
+@dataclass
+class Summary:
+    """Pass 1: rows, label weights, and the range of the positive-weight rows."""
+
+    rows: int = 0
+    kept: int = 0
+    #: label -> (rows, weight) over all rows
+    labels: dict = field(default_factory=dict)
+    scores: Extremes = field(default_factory=Extremes)
+    weights: Extremes = field(default_factory=Extremes)
+
+    def __add__(self, other: Summary) -> Summary:
+        labels = dict(self.labels)
+        for key, value in other.labels.items():
+            labels[key] = add(labels.get(key), value)
+        return Summary(
+            self.rows + other.rows,
+            self.kept + other.kept,
+            labels,
+            self.scores + other.scores,
+            self.weights + other.weights,
+        )
+
+
+def _summary(chunk: Chunk) -> Summary:
+    w = np.ones(chunk.s.shape[0]) if chunk.w is None else chunk.w
+    keep = w > 0
+    values, inverse = np.unique(chunk.y, return_inverse=True)
+    if values.shape[0] > 2:
+        # more than two classes: no need to carry every label to the driver
+        values, inverse = values[:3], np.minimum(inverse, 2)
+    counts = np.bincount(inverse, minlength=values.shape[0])
+    sums = np.bincount(inverse, weights=w, minlength=values.shape[0])
+    labels = {v.item(): (int(c), float(t)) for v, c, t in zip(values, counts, sums, strict=True)}
+    s, wk = chunk.s[keep], w[keep]
+    return Summary(
+        chunk.s.shape[0],
+        int(keep.sum()),
+        labels,
+        Extremes(float(s.min()), float(s.max())) if s.size else Extremes(),
+        Extremes(float(wk.min()), float(wk.max())) if wk.size else Extremes(),
+    )
+
+
+@dataclass(frozen=True)
+class Described:
+    """The checked outcome of :func:`summarise`."""
+
+    classes: np.ndarray
+    rows: int
+    kept: int
+    lo: float
+    hi: float
+    weight: float
+    positive_weight: float
+    equal_weights: bool
+
+
+def summarise(source: Source, estimator_name: str) -> Described:
+    """Pass 1 and its checks: two classes, both with positive weight, scores present."""
+    summary = source.reduce(_summary)
+    if summary is None or summary.rows == 0:
+        raise ValueError(f"{estimator_name}: the data have no rows")
+    labels = sorted(summary.labels)
+    if len(labels) < 2:
+        raise ValueError(
+            f"y contains a single class ({labels[0]!r}); {estimator_name} needs both "
+            "classes of a binary problem to fit a calibration curve"
+        )
+    if len(labels) > 2:
+        raise ValueError(
+            f"Only binary classification is supported; y has more than two classes "
+            f"({labels[:3]!r}, ...): {estimator_name} calibrates one class against the rest"
+        )
+    (_, w_neg), (_, w_pos) = summary.labels[labels[0]], summary.labels[labels[1]]
+    if not (w_neg > 0 and w_pos > 0):
+        raise ValueError(
+            "y contains a single class among the rows with positive sample_weight; "
+            f"{estimator_name} needs both classes"
+        )
+    return Described(
+        np.asarray(labels),
+        summary.rows,
+        summary.kept,
+        summary.scores.lo,
+        summary.scores.hi,
+        w_neg + w_pos,
+        w_pos,
+        summary.weights.lo == summary.weights.hi,
+    )
+
+
+def target_of(chunk: Chunk, classes: np.ndarray) -> np.ndarray:
+    """0/1 float target of a chunk's labels."""
+    return (chunk.y == classes[1]).astype(np.float64)
+
+
+def weights_of(chunk: Chunk) -> np.ndarray:
+    return np.ones(chunk.s.shape[0]) if chunk.w is None else chunk.w
+
+
+# --------------------------------------------------------------------------
+# distinct scores: the exact statistics of isotonic and histogram fits
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ScoreTable:
+    """Distinct scores (sorted) and the weight of each class at each: mergeable.
+
+    Every fit whose rows may be replaced by their weights (weight ``k`` equals
+    ``k`` repeated rows) fits the same on these rows. It holds one entry per
+    distinct score, as Spark MLlib's ``IsotonicRegression`` groups them, so
+    its size is that of the scores' distinct values, not of the rows.
+    """
+
+    s: np.ndarray
+    w0: np.ndarray
+    w1: np.ndarray
+
+    @classmethod
+    def group(cls, s, w0, w1) -> ScoreTable:
+        values, inverse = np.unique(s, return_inverse=True)
+        n = values.shape[0]
+        return cls(
+            values,
+            np.bincount(inverse, weights=w0, minlength=n),
+            np.bincount(inverse, weights=w1, minlength=n),
+        )
+
+    @classmethod
+    def of_chunk(cls, chunk: Chunk, classes: np.ndarray) -> ScoreTable:
+        w = weights_of(chunk)
+        keep = w > 0
+        target = target_of(chunk, classes)[keep]
+        w = w[keep]
+        return cls.group(chunk.s[keep], w * (1.0 - target), w * target)
+
+    def __add__(self, other: ScoreTable) -> ScoreTable:
+        return ScoreTable.group(
+            np.concatenate([self.s, other.s]),
+            np.concatenate([self.w0, other.w0]),
+            np.concatenate([self.w1, other.w1]),
+        )
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Scores, 0/1 target and weights: one row per distinct (score, class)."""
+        neg, pos = self.w0 > 0, self.w1 > 0
+        s = np.concatenate([self.s[neg], self.s[pos]])
+        target = np.concatenate([np.zeros(int(neg.sum())), np.ones(int(pos.sum()))])
+        return s, target, np.concatenate([self.w0[neg], self.w1[pos]])
+
+
+class TableFitMixin:
+    """``_fit_source`` of a calibrator whose fit reads rows that weights may replace.
+
+    The class implements ``_fit_rows(s, target, w)`` (float64 scores, 0/1
+    target, positive weights); a source is reduced to a :class:`ScoreTable`
+    in one pass and fitted as its rows.
+    """
+
+    def _fit_source(self, source):
+        described = summarise(source, type(self).__name__)
+        table = source.reduce(lambda chunk: ScoreTable.of_chunk(chunk, described.classes))
+        self.classes_, self.n_features_in_ = described.classes, 1
+        return self._fit_rows(*table.rows())
+
+
+# --------------------------------------------------------------------------
+# exact weighted quantiles
+# --------------------------------------------------------------------------
+
+_DIGIT_BITS = 16
+_DIGITS = 64 // _DIGIT_BITS
+
+
+def float_keys(x: np.ndarray) -> np.ndarray:
+    """Order-preserving uint64 keys of float64 values (``-0.0`` as ``0.0``)."""
+    bits = (np.asarray(x, dtype=np.float64) + 0.0).view(np.uint64)
+    negative = (bits >> np.uint64(63)).astype(bool)
+    return np.where(negative, ~bits, bits | np.uint64(1 << 63))
+
+
+def key_floats(keys: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`float_keys`."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    positive = (keys >> np.uint64(63)).astype(bool)
+    return np.where(positive, keys & np.uint64((1 << 63) - 1), ~keys).view(np.float64)
+
+
+def weighted_quantiles(source: Source, probs, described: Described, transform=None) -> np.ndarray:
+    """:func:`bernonnx._stats.weighted_quantile` of the positive-weight rows' values, exactly.
+
+    The values are ``transform(chunk.s)`` (the scores by default). A radix
+    select on :func:`float_keys`: four passes, each adding per-chunk
+    histograms of the next 16 bits of the keys that share the prefix found so
+    far (one histogram per distinct prefix). Chooses, like the in-memory
+    function, the smallest value whose cumulative weight reaches ``W (p -
+    slack)``; with few levels and equal weights it counts rows instead, as
+    that function does.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    by_count = probs.shape[0] <= 8 and described.equal_weights
+    total = float(described.kept) if by_count else described.weight
+    targets = total * (probs - _SLACK)
+    prefixes = np.zeros(probs.shape[0], dtype=np.uint64)
+    below = np.zeros(probs.shape[0])
+    for digit in range(_DIGITS):
+        shift = np.uint64(64 - _DIGIT_BITS * (digit + 1))
+        wanted = sorted(set(prefixes.tolist()))
+
+        def histograms(chunk, shift=shift, digit=digit, wanted=wanted):
+            w = weights_of(chunk)
+            keep = w > 0
+            values = chunk.s if transform is None else transform(chunk.s)
+            keys = float_keys(values[keep])
+            w = np.ones(keys.shape[0]) if by_count else w[keep]
+            digits = ((keys >> shift) & np.uint64(0xFFFF)).astype(np.int64)
+            out = {}
+            for prefix in wanted:
+                if digit == 0:
+                    mask = slice(None)
+                else:
+                    mask = (keys >> (shift + np.uint64(_DIGIT_BITS))) == np.uint64(prefix)
+                out[prefix] = np.bincount(digits[mask], weights=w[mask], minlength=1 << 16)
+            return _Histograms(out)
+
+        hist = source.reduce(histograms).hists
+        for j in range(probs.shape[0]):
+            h = hist[int(prefixes[j])]
+            present = np.flatnonzero(h > 0)
+            cum = below[j] + np.cumsum(h[present])
+            k = min(int(np.searchsorted(cum, targets[j], side="left")), present.shape[0] - 1)
+            below[j] = cum[k - 1] if k > 0 else below[j]
+            prefixes[j] = (prefixes[j] << np.uint64(_DIGIT_BITS)) | np.uint64(present[k])
+    return key_floats(prefixes)
+
+
+@dataclass
+class _Histograms:
+    hists: dict
+
+    def __add__(self, other: _Histograms) -> _Histograms:
+        out = dict(self.hists)
+        for key, value in other.hists.items():
+            out[key] = out[key] + value if key in out else value
+        return _Histograms(out)
+
+
+# --------------------------------------------------------------------------
+# the rows as the fitting core's points
+# --------------------------------------------------------------------------
+
+
+class RowPasses:
+    """The rows of a source as points of :func:`bernonnx._newton.newton`: each
+    evaluation of the log loss is one pass (``u`` from ``to_u(chunk.s)``)."""
+
+    def __init__(self, source: Source, to_u, described: Described):
+        self.source, self.to_u = source, to_u
+        self.classes, self.kept = described.classes, described.kept
+        #: weighted mean label (:func:`bernonnx._newton.base_rate`)
+        self.rate = described.positive_weight / described.weight
+
+    def __len__(self) -> int:
+        return self.kept
+
+    def map(self, fn):
+        """Sum over chunks of ``fn(u, y, w)`` on the positive-weight rows."""
+
+        def one(chunk):
+            w = weights_of(chunk)
+            keep = w > 0
+            u = self.to_u(chunk.s[keep])
+            return fn(u, target_of(chunk, self.classes)[keep], w[keep], chunk)
+
+        return self.source.reduce(one)
+
+    def logistic_terms(self, coef: np.ndarray, hessian: bool):
+        return self.map(lambda u, y, w, _: bern.logistic_terms(u, 1.0 - u, y, w, coef, hessian))
+
+    def squared_terms(self, degree: int):
+        return self.map(lambda u, y, w, _: bern.least_squares_terms(u, y, w, degree)[:2])
+
+    def fold_bins(self, n_folds: int):
+        """Per-fold bins (:func:`bernonnx._newton.fold_bins`) by the rows' positions."""
+
+        def one(chunk):
+            w = weights_of(chunk)
+            keep = w > 0
+            u = self.to_u(chunk.s[keep])
+            folds = fold_of(chunk.start, chunk.s.shape[0], n_folds)[keep]
+            y = target_of(chunk, self.classes)[keep]
+            return bin_sums(Points(u, 1.0 - u, y, w[keep]), SELECT_BINS, folds, n_folds)
+
+        return self.source.reduce(one)
+
+    def bins(self, n_bins: int) -> Points:
+        wt, wu = self.map(lambda u, y, w, _: bin_sums(Points(u, 1.0 - u, y, w), n_bins))
+        return points_from_sums(wt[0], wu[0], True)
+
+    def u_range(self) -> Extremes:
+        return self.map(lambda u, y, w, _: Extremes(float(u.min()), float(u.max())))
