@@ -173,7 +173,8 @@ def _summary(chunk: Chunk) -> Summary:
         values, inverse = values[:3], np.minimum(inverse, 2)
     counts = np.bincount(inverse, minlength=values.shape[0])
     sums = np.bincount(inverse, weights=w, minlength=values.shape[0])
-    labels = {v.item(): (int(c), float(t)) for v, c, t in zip(values, counts, sums, strict=True)}
+    keys = [v.item() if isinstance(v, np.generic) else v for v in values]
+    labels = {k: (int(c), float(t)) for k, c, t in zip(keys, counts, sums, strict=True)}
     s, wk = chunk.s[keep], w[keep]
     return Summary(
         chunk.s.shape[0],

@@ -36,13 +36,14 @@ from ._transforms import (
     transform_params,
 )
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
+from .stats import PartialFitMixin
 
 __all__ = ["BernsteinCalibrator"]
 
 _SOLVERS = {"active-set": solve_monotone_qp, "cvxpy": solve_monotone_qp_cvxpy}
 
 
-class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
+class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseEstimator):
     r"""Monotone Bernstein-polynomial calibrator of a binary classifier's score.
 
     Fits ``p(s) = P(y = 1 | score = s)`` as a polynomial in the Bernstein
@@ -210,6 +211,7 @@ class BernsteinCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         -------
         self : BernsteinCalibrator
         """
+        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
         source = lazy_source(X, y, sample_weight)
         if source is not None:
             return self._fit_source(source)

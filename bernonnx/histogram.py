@@ -18,6 +18,7 @@ from ._transforms import rescale, score_exponent
 from ._validation import IntInterval, StrOptions, _fit_context, fit_inputs
 from .isotonic import _pav
 from .platt import _PLATT_CONSTRAINTS, _platt_argument, _set_platt
+from .stats import PartialFitMixin
 
 __all__ = ["HistogramCalibrator", "PlattHistogramCalibrator"]
 
@@ -96,7 +97,7 @@ def _bin_means(v, w, z, edges, increasing):
     return np.clip(_fill_empty(means, full), 0.0, 1.0)
 
 
-class HistogramCalibrator(TableFitMixin, _ScoreCalibrator):
+class HistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     """Histogram binning: the weighted positive rate of the score's bin.
 
     Parameters
@@ -187,6 +188,7 @@ class HistogramCalibrator(TableFitMixin, _ScoreCalibrator):
         -------
         self : HistogramCalibrator
         """
+        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
         source = lazy_source(X, y, sample_weight)
         if source is not None:
             return self._fit_source(source)
@@ -201,7 +203,7 @@ class HistogramCalibrator(TableFitMixin, _ScoreCalibrator):
         return self.bin_values_[_bin_index(self.bin_edges_, s)]
 
 
-class PlattHistogramCalibrator(TableFitMixin, _ScoreCalibrator):
+class PlattHistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     """Platt-histogram ("scaling-binning") calibration of Kumar et al. (2019).
 
     Fits Platt scaling ``g``, bins the values ``g(s)`` and outputs, per bin,
@@ -312,6 +314,7 @@ class PlattHistogramCalibrator(TableFitMixin, _ScoreCalibrator):
         -------
         self : PlattHistogramCalibrator
         """
+        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
         source = lazy_source(X, y, sample_weight)
         if source is not None:
             return self._fit_source(source)

@@ -15,6 +15,7 @@ from ._base import _ScoreCalibrator
 from ._passes import TableFitMixin, lazy_source
 from ._transforms import rescale, score_exponent
 from ._validation import StrOptions, _fit_context, fit_inputs
+from .stats import PartialFitMixin
 
 __all__ = ["IsotonicCalibrator"]
 
@@ -78,7 +79,7 @@ def _drop_inner_repeats(x, y):
     return x[keep], y[keep]
 
 
-class IsotonicCalibrator(TableFitMixin, _ScoreCalibrator):
+class IsotonicCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     r"""Isotonic regression: the weighted least-squares monotone step fit, interpolated.
 
     Parameters
@@ -180,6 +181,7 @@ class IsotonicCalibrator(TableFitMixin, _ScoreCalibrator):
         -------
         self : IsotonicCalibrator
         """
+        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
         source = lazy_source(X, y, sample_weight)
         if source is not None:
             return self._fit_source(source)

@@ -19,6 +19,7 @@ from ._base import _ScoreCalibrator
 from ._passes import lazy_source, summarise, target_of, weights_of
 from ._transforms import clipped_log_odds, rescale, score_exponent
 from ._validation import Interval, _fit_context, fit_inputs
+from .stats import PartialFitMixin
 
 __all__ = ["PlattCalibrator"]
 
@@ -192,7 +193,7 @@ def _set_platt_source(est, source):
     est.slope_, est.intercept_ = _fit_platt(rows, float(est.C), est.increasing)
 
 
-class PlattCalibrator(_ScoreCalibrator):
+class PlattCalibrator(PartialFitMixin, _ScoreCalibrator):
     r"""Platt scaling: a logistic regression of the label on the score.
 
     Parameters
@@ -309,6 +310,7 @@ class PlattCalibrator(_ScoreCalibrator):
         -------
         self : PlattCalibrator
         """
+        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
         source = lazy_source(X, y, sample_weight)
         if source is not None:
             return self._fit_source(source)
