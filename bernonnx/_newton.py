@@ -506,7 +506,11 @@ def fit_degree(basis, points, feasible_sets, loss, n_folds, folds=None):
         sums = fold_bins(points, n_folds, folds)
         one_score = not isinstance(points, Points) or points.u.ndim == 1
         fold_losses = select_degree(basis, sums, feasible_sets, loss, one_score)
-        index = one_standard_error_choice(fold_losses)
+        if fold_losses.shape[0] == 0:
+            # a few rows, no fold with weight on both sides: nothing to compare
+            fold_losses = None
+        else:
+            index = one_standard_error_choice(fold_losses)
     return index, FITS[loss](basis, points, feasible_sets[index]), fold_losses
 
 

@@ -411,11 +411,14 @@ class RowPasses:
     def map(self, fn):
         """Sum over chunks of ``fn(u, y, w)`` on the positive-weight rows."""
 
+        # the function sent to the engine's workers holds what it reads, not the source
+        to_u, classes = self.to_u, self.classes
+
         def one(chunk):
             w = weights_of(chunk)
             keep = w > 0
-            u = self.to_u(chunk.s[keep])
-            return fn(u, target_of(chunk, self.classes)[keep], w[keep], chunk)
+            u = to_u(chunk.s[keep])
+            return fn(u, target_of(chunk, classes)[keep], w[keep], chunk)
 
         return self.source.reduce(one)
 
@@ -428,12 +431,14 @@ class RowPasses:
     def fold_bins(self, n_folds: int):
         """Per-fold bins (:func:`bernonnx._newton.fold_bins`) by the rows' positions."""
 
+        to_u, classes = self.to_u, self.classes
+
         def one(chunk):
             w = weights_of(chunk)
             keep = w > 0
-            u = self.to_u(chunk.s[keep])
+            u = to_u(chunk.s[keep])
             folds = fold_of(chunk.start, chunk.s.shape[0], n_folds)[keep]
-            y = target_of(chunk, self.classes)[keep]
+            y = target_of(chunk, classes)[keep]
             return bin_sums(Points(u, 1.0 - u, y, w[keep]), SELECT_BINS, folds, n_folds)
 
         return self.source.reduce(one)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack
 from sklearn.exceptions import ConvergenceWarning
 
 #: Relative ridge added to every lattice QP Hessian, as in the chain
@@ -53,7 +54,7 @@ def _blocks(link: np.ndarray) -> list[tuple[int, int]]:
     upper bound.
     """
     d = link.shape[0] - 2
-    starts = [0] + [k for k in range(1, d + 1) if not link[k]]
+    starts = [0, *(np.flatnonzero(~link[1 : d + 1]) + 1).tolist()]
     ends = [s - 1 for s in starts[1:]] + [d]
     return list(zip(starts, ends, strict=True))
 
@@ -77,8 +78,17 @@ def _solve_eqp(h, q, link, lo, hi):
             z[a : b + 1, j] = 1.0
         reduced = z.T @ h @ z
         rhs = -z.T @ (q + h @ x)
-        x = x + z @ np.linalg.solve(reduced, rhs)
+        x = x + z @ _solve(reduced, rhs)
     return x, blocks
+
+
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.linalg.solve(a, b)`` for a small square ``a``: the same LAPACK ``gesv``
+    called directly (3 us instead of 11 us; the active set solves one per step)."""
+    _, _, x, info = lapack.dgesv(a, b)
+    if info != 0:
+        raise np.linalg.LinAlgError("Singular matrix")
+    return x
 
 
 def _multipliers(grad, link, blocks):
@@ -91,6 +101,7 @@ def _multipliers(grad, link, blocks):
     """
     d = grad.shape[0] - 1
     lam = np.zeros(d + 2)
+    grad = grad.tolist()  # Python floats: indexing them is 4x cheaper than numpy scalars
     for a, b in blocks:
         if a == 0 and link[0]:
             # pinned at the lower bound: the link after the block is inactive
@@ -109,12 +120,18 @@ def _multipliers(grad, link, blocks):
 
 def _slacks(x, lo, hi):
     """``A x - b`` for the chain constraints (all >= 0 when feasible)."""
-    return np.concatenate(([x[0] - lo], np.diff(x), [hi - x[-1]]))
+    out = np.empty(x.shape[0] + 1)
+    out[0] = x[0] - lo
+    np.subtract(x[1:], x[:-1], out=out[1:-1])
+    out[-1] = hi - x[-1]
+    return out
 
 
 def _rows_dot(p):
     """``A p`` for the chain constraint matrix."""
-    return np.concatenate(([p[0]], np.diff(p), [-p[-1]]))
+    out = _slacks(p, 0.0, 0.0)
+    out[-1] = -p[-1]
+    return out
 
 
 def gap_step(lo: float, hi: float, degree: int, min_step: float) -> float:

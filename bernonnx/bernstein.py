@@ -222,7 +222,10 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         u, _ = apply_transform(self.score_transform, s, params, with_v=False)
         # The fit reads 1 - u, not the transform's more accurate v (predict does).
         points = Points(u, 1.0 - u, target, w)
-        return self._fit_points(exponent, params, points, fold_of(0, n_rows, self.n_folds)[where])
+        # the folds of a degree search: a hash of each row's position in X
+        grid = len(self._candidate_degrees()) > 1
+        folds = fold_of(0, n_rows, self.n_folds)[where] if grid else None
+        return self._fit_points(exponent, params, points, folds)
 
     def _fit_source(self, source):
         """Fit on the rows of a ``_passes.Source`` in passes: the same fit as in memory."""

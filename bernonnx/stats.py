@@ -63,6 +63,7 @@ from ._newton import (
 )
 from ._passes import Extremes, ScoreTable, chunk_arrays
 from ._transforms import apply_transform, fit_transform_params, rescale, score_exponent
+from ._validation import check_scores, single_score
 
 __all__ = ["BUFFER_ROWS", "BernsteinStats", "CalibrationStats", "ScoreStats", "stats_for"]
 
@@ -469,9 +470,13 @@ class PartialFitMixin:
         statistics live in ``stats_`` (mergeable, serialisable); ``fit``
         starts afresh.
         """
-        if getattr(self, "stats_", None) is None:
+        first = getattr(self, "stats_", None) is None
+        # the checks of fit: one score column (the same count as before), y given
+        arr, y = check_scores(self, X, reset=first, y=y)
+        scores = single_score(self, arr)
+        if first:
             self.stats_ = stats_for(self, check_classes(y, classes))
-        self.stats_.update(X, y, sample_weight)
+        self.stats_.update(scores, y, sample_weight)
         fitted = self.stats_.fit()
         stats = self.stats_
         for key in list(vars(self)):

@@ -313,6 +313,12 @@ def test_partial_fit_errors():
     with pytest.raises(ValueError, match="classes"):
         BernsteinCalibrator().partial_fit(s[:3], np.array(["yes"] * 3))
     cal = BernsteinCalibrator().partial_fit(s, y)
+    with pytest.raises(ValueError, match="single column"):
+        cal.partial_fit(np.c_[s, s], y)
+    with pytest.raises(ValueError, match="single column"):
+        PlattCalibrator().partial_fit(np.c_[s, s], y)
+    with pytest.raises(ValueError, match="NaN"):
+        cal.partial_fit(np.r_[s[:-1], np.nan], y)
     with pytest.raises(ValueError, match="labels outside classes"):
         cal.partial_fit(s[:3], np.array(["maybe"] * 3))
     with pytest.raises(ValueError, match="no rows"):
