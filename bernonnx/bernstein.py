@@ -22,6 +22,7 @@ from ._newton import (
     fold_of,
     forget_optional_attributes,
     is_constant,
+    least_loss_choice,
     link,
     single_blas_thread,
 )
@@ -56,8 +57,8 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
     degree : int, "auto" or sequence of int, default="auto"
         Polynomial degree, from 1 to 100. ``"auto"`` picks among
         ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)`` by ``n_folds``-fold
-        cross-validated log loss (the smallest degree within one standard
-        error of the best); a sequence gives the candidates yourself.
+        cross-validated log loss (the least mean loss); a sequence gives the
+        candidates yourself.
     loss : {"log", "squared"}, default="log"
         ``"squared"``: least squares, coefficients in ``[0, 1]`` (seed 000).
         ``"log"``: logistic loss, coefficients in ``[-logit_bound,
@@ -71,8 +72,9 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
     logit_bound : float, default=15.0
         Box on the log-odds coefficients of ``loss="log"``.
     n_folds : int, default=5
-        Folds used to choose the degree (``degree="auto"`` or a grid). They
-        interleave the rows sorted by score, so every fold spans the range.
+        Folds used to choose the degree (``degree="auto"`` or a grid). A row's
+        fold is a hash of its position in ``X``: the same folds whichever
+        engine reads the rows (in memory, Dask, Spark, Parquet passes).
     solver : {"active-set", "cvxpy"}, default="active-set"
         Solver of the small monotone quadratic program: the built-in exact
         active-set method, or cvxpy with Clarabel.
@@ -270,7 +272,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         ]
         with single_blas_thread():
             index, self.coef_, fold_losses = fit_degree(
-                CURVE, points, chains, self.loss, self.n_folds, folds
+                CURVE, points, chains, self.loss, self.n_folds, folds, least_loss_choice
             )
         self.degree_ = int(degrees[index])
         if fold_losses is not None:
