@@ -33,7 +33,7 @@ import numpy as np
 from . import _bernstein as bern
 from ._newton import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
 from ._stats import _SLACK
-from ._validation import _finite_or_raise
+from ._validation import _finite_or_raise, fit_inputs
 
 #: Rows per chunk of an :class:`ArraySource`.
 CHUNK_ROWS = 1 << 20
@@ -325,13 +325,24 @@ class ScoreTable:
         return s, target, np.concatenate([self.w0[neg], self.w1[pos]])
 
 
-class TableFitMixin:
-    """``_fit_source`` of a calibrator whose fit reads rows that weights may replace.
+class SourceFitMixin:
+    """``fit``'s dispatch of a one-score calibrator: a Dask collection or in-memory rows.
 
     The class implements ``_fit_rows(s, target, w)`` (float64 scores, 0/1
-    target, positive weights); a source is reduced to a :class:`ScoreTable`
-    in one pass and fitted as its rows.
+    target, positive weights) and ``_fit_source(source)``.
     """
+
+    def _fit_any(self, X, y, sample_weight):
+        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
+        source = lazy_source(X, y, sample_weight)
+        if source is not None:
+            return self._fit_source(source)
+        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+
+
+class TableFitMixin(SourceFitMixin):
+    """``_fit_source`` of a calibrator whose fit reads rows that weights may replace:
+    a source is reduced to a :class:`ScoreTable` in one pass and fitted as its rows."""
 
     def _fit_source(self, source):
         described = summarise(source, type(self).__name__)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import _ScoreCalibrator
-from ._passes import TableFitMixin, lazy_source
+from ._passes import TableFitMixin
 from ._stats import weighted_quantile
 from ._transforms import rescale, score_exponent
-from ._validation import IntInterval, StrOptions, _fit_context, fit_inputs
+from ._validation import IntInterval, StrOptions, _fit_context
 from .isotonic import _pav
 from .platt import _PLATT_CONSTRAINTS, _platt_argument, _set_platt
 from .stats import PartialFitMixin
@@ -188,11 +188,7 @@ class HistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
         -------
         self : HistogramCalibrator
         """
-        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
-        source = lazy_source(X, y, sample_weight)
-        if source is not None:
-            return self._fit_source(source)
-        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+        return self._fit_any(X, y, sample_weight)
 
     def _fit_rows(self, s, target, w):
         self.bin_edges_ = _inner_edges(s, w, self.n_bins, self.strategy)
@@ -314,11 +310,7 @@ class PlattHistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator)
         -------
         self : PlattHistogramCalibrator
         """
-        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
-        source = lazy_source(X, y, sample_weight)
-        if source is not None:
-            return self._fit_source(source)
-        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+        return self._fit_any(X, y, sample_weight)
 
     def _fit_rows(self, s, target, w):
         q = _set_platt(self, s, target, w)

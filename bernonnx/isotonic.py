@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import _ScoreCalibrator
-from ._passes import TableFitMixin, lazy_source
+from ._passes import TableFitMixin
 from ._transforms import rescale, score_exponent
-from ._validation import StrOptions, _fit_context, fit_inputs
+from ._validation import StrOptions, _fit_context
 from .stats import PartialFitMixin
 
 __all__ = ["IsotonicCalibrator"]
@@ -181,11 +181,7 @@ class IsotonicCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
         -------
         self : IsotonicCalibrator
         """
-        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
-        source = lazy_source(X, y, sample_weight)
-        if source is not None:
-            return self._fit_source(source)
-        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+        return self._fit_any(X, y, sample_weight)
 
     def _fit_rows(self, s, target, w):
         x, ybar, wt = _pool_ties(s, target, w)

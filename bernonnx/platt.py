@@ -16,9 +16,9 @@ import numpy as np
 from scipy.special import expit
 
 from ._base import _ScoreCalibrator
-from ._passes import lazy_source, summarise, target_of, weights_of
+from ._passes import SourceFitMixin, summarise, target_of, weights_of
 from ._transforms import clipped_log_odds, rescale, score_exponent
-from ._validation import Interval, _fit_context, fit_inputs
+from ._validation import Interval, _fit_context
 from .stats import PartialFitMixin
 
 __all__ = ["PlattCalibrator"]
@@ -193,7 +193,7 @@ def _set_platt_source(est, source):
     est.slope_, est.intercept_ = _fit_platt(rows, float(est.C), est.increasing)
 
 
-class PlattCalibrator(PartialFitMixin, _ScoreCalibrator):
+class PlattCalibrator(PartialFitMixin, SourceFitMixin, _ScoreCalibrator):
     r"""Platt scaling: a logistic regression of the label on the score.
 
     Parameters
@@ -310,11 +310,10 @@ class PlattCalibrator(PartialFitMixin, _ScoreCalibrator):
         -------
         self : PlattCalibrator
         """
-        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
-        source = lazy_source(X, y, sample_weight)
-        if source is not None:
-            return self._fit_source(source)
-        _set_platt(self, *fit_inputs(self, X, y, sample_weight))
+        return self._fit_any(X, y, sample_weight)
+
+    def _fit_rows(self, s, target, w):
+        _set_platt(self, s, target, w)
         return self
 
     def _fit_source(self, source):

@@ -20,6 +20,25 @@ import os
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
+import pytest  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 threadpool_limits(limits=1)
+
+
+@pytest.fixture
+def run(capsys):
+    """``run(*args, expect=0)``: ``bernonnx *args`` in this process; returns (stdout, stderr).
+
+    The command-line tests' runner (``test_cli*.py``): the same code as the console
+    script, without an interpreter start per case.
+    """
+    from bernonnx.cli import EXIT_OK, main
+
+    def run(*args, expect=EXIT_OK):
+        status = main([str(arg) for arg in args])
+        out, err = capsys.readouterr()
+        assert status == expect, (status, err[-3000:])
+        return out, err
+
+    return run

@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 import bernonnx.export
 from bernonnx import BernsteinCalibrator, IsotonicCalibrator, PlattCalibrator
-from bernonnx.cli import EXIT_FAILURE, EXIT_OK, EXIT_PARITY, EXIT_USAGE, main
+from bernonnx.cli import EXIT_FAILURE, EXIT_PARITY, EXIT_USAGE, main
 from bernonnx.metrics import calibration_report
 
 # the console script of this interpreter's environment, not whichever is first on PATH
@@ -36,19 +36,6 @@ N_ROWS = 1500
 def one_thread():
     with threadpool_limits(limits=1):
         yield
-
-
-@pytest.fixture
-def run(capsys):
-    """``run(*args, expect=0)``: ``bernonnx *args`` in this process; returns (stdout, stderr)."""
-
-    def run(*args, expect=EXIT_OK):
-        status = main([str(arg) for arg in args])
-        out, err = capsys.readouterr()
-        assert status == expect, (status, err[-3000:])
-        return out, err
-
-    return run
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from bernonnx import BernsteinCalibrator
-from bernonnx.cli import EXIT_OK, EXIT_USAGE, main
+from bernonnx.cli import EXIT_USAGE
 from bernonnx.metrics import calibration_report
 
 pa = pytest.importorskip("pyarrow", reason="Parquet input needs pyarrow (bernonnx[parquet])")
@@ -28,17 +28,6 @@ def small_batches(monkeypatch):
     monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
     with threadpool_limits(limits=1):
         yield
-
-
-@pytest.fixture
-def run(capsys):
-    def run(*args, expect=EXIT_OK):
-        status = main([str(arg) for arg in args])
-        out, err = capsys.readouterr()
-        assert status == expect, (status, err[-3000:])
-        return out, err
-
-    return run
 
 
 @pytest.fixture(scope="module")
