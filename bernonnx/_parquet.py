@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._passes import Chunk, add
+from ._passes import Chunk, add_all
 
 #: Rows per batch read from the file.
 BATCH_ROWS = 1 << 20
@@ -230,22 +230,5 @@ class ParquetSource:
         return S, y, w
 
     def reduce(self, fn):
-        """``fn`` of every chunk, added in file order, pairwise.
-
-        Results are added as a binary counter adds bits: two results of ``2^k``
-        chunks each make one of ``2^(k+1)``. Each result takes part in about
-        ``log2(chunks)`` additions, not one per later chunk, which matters for
-        summaries that grow with the rows (the distinct-score tables of the
-        isotonic and histogram fits).
-        """
-        stack: list[tuple[int, object]] = []
-        for chunk in self.chunks():
-            level, value = 0, fn(chunk)
-            while stack and stack[-1][0] == level:
-                value = add(stack.pop()[1], value)
-                level += 1
-            stack.append((level, value))
-        out = None
-        for _, value in stack:
-            out = add(out, value)
-        return out
+        """``fn`` of every chunk, added in file order, pairwise (``_passes.add_all``)."""
+        return add_all(fn(chunk) for chunk in self.chunks())

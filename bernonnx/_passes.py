@@ -3,7 +3,7 @@
 A :class:`Source` holds ``(score, label, weight)`` rows in chunks it can read
 again: in-memory arrays (:class:`ArraySource`), the partitions of a Dask
 collection (:mod:`bernonnx.dask`), a Spark DataFrame (:mod:`bernonnx.spark`)
-or the row groups of a Parquet file (:mod:`bernonnx.cli`). It offers one
+or the row groups of a Parquet file (``bernonnx._parquet``, read by the CLI). It offers one
 operation, :meth:`Source.reduce`: apply a function to every chunk and add
 the results. A fit reads the data through nothing else, so each engine
 contributes only the way it runs a function on its chunks.
@@ -70,6 +70,40 @@ def add(a, b):
     return a + b
 
 
+class Adder:
+    """Adds results as a binary counter adds bits: pairwise, in arrival order.
+
+    Two sums of ``2^k`` results each make one of ``2^(k+1)``, so each result
+    takes part in about ``log2(results)`` additions, not one per later result:
+    this matters for summaries that grow with the rows (the distinct-score
+    tables of the isotonic and histogram fits), whose additions cost their size.
+    """
+
+    def __init__(self):
+        self.stack: list[tuple[int, object]] = []
+
+    def push(self, value) -> None:
+        level = 0
+        while self.stack and self.stack[-1][0] == level:
+            value = add(self.stack.pop()[1], value)
+            level += 1
+        self.stack.append((level, value))
+
+    def total(self):
+        out = None
+        for _, value in self.stack:
+            out = add(out, value)
+        return out
+
+
+def add_all(values) -> object:
+    """The sum of ``values`` (an iterable), added pairwise (:class:`Adder`)."""
+    adder = Adder()
+    for value in values:
+        adder.push(value)
+    return adder.total()
+
+
 @dataclass
 class ArraySource:
     """In-memory rows read in chunks of ``chunk_rows``: the other engines, in one process."""
@@ -87,10 +121,7 @@ class ArraySource:
             yield Chunk(np.asarray(self.s[sl], dtype=np.float64), self.y[sl], w, start)
 
     def reduce(self, fn):
-        out = None
-        for chunk in self.chunks():
-            out = add(out, fn(chunk))
-        return out
+        return add_all(fn(chunk) for chunk in self.chunks())
 
 
 def chunk_arrays(s, y, w, start: int) -> Chunk:

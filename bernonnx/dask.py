@@ -15,7 +15,9 @@ The fit equals the in-memory fit of the same rows, in the same order
 (``numpy.concatenate`` of the partitions), to rounding: both read the same
 quantiles, the same folds (a hash of the row's position) and the same
 sums. Each pass reads the collection again; ``persist()`` it first when it
-is expensive to compute and fits in the cluster's memory.
+is expensive to compute and fits in the cluster's memory. Read Parquet with
+``dd.read_parquet(path, split_row_groups=True)``: by default a file of many
+row groups may become one partition, and one worker then does all the work.
 
 Example::
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._passes import add, chunk_arrays
+from ._passes import add_all, chunk_arrays
 
 __all__ = ["dask_source", "predict_proba"]
 
@@ -106,10 +108,7 @@ class DaskSource:
             dask.delayed(run)(*block, start=start)
             for block, start in zip(self.blocks, self.starts, strict=True)
         ]
-        out = None
-        for part in dask.compute(*tasks):
-            out = add(out, part)
-        return out
+        return add_all(dask.compute(*tasks))
 
 
 def dask_source(X, y, sample_weight=None) -> DaskSource:

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from ._passes import CHUNK_ROWS, add, chunk_arrays
+from ._passes import CHUNK_ROWS, Adder, add_all, chunk_arrays
 
 __all__ = ["SparkSource", "fit_calibrator", "with_probability"]
 
@@ -180,10 +180,9 @@ class SparkSource:
                 yield pd.DataFrame({_PART: [pickle.dumps(out, pickle.HIGHEST_PROTOCOL)]})
 
         self.jobs += 1
-        total = None
-        for row in self.rows.mapInPandas(run, schema).collect():
-            total = add(total, pickle.loads(row[_PART]))
-        return total
+        parts = [pickle.loads(row[_PART]) for row in self.rows.mapInPandas(run, schema).collect()]
+        failures = [part for part in parts if isinstance(part, _Failure)]
+        return failures[0] if failures else add_all(parts)
 
     def reduce(self, fn):
         """``fn(chunk)`` of every chunk of every partition, added on the driver."""
@@ -191,17 +190,17 @@ class SparkSource:
 
         def per_partition(batches):
             start = starts.get(_partition_id(), 0)
-            out = None
+            adder = Adder()
             try:
                 for frame in _gather(batches, chunk_rows):
                     w = frame["w"] if weighted else None
-                    out = add(out, fn(chunk_arrays(frame["s"], frame["y"], w, start)))
+                    adder.push(fn(chunk_arrays(frame["s"], frame["y"], w, start)))
                     start += len(frame)
             except ValueError as exc:
                 # data errors come back to the driver as themselves, not as a
                 # PythonException wrapping their text
                 return _Failure(exc)
-            return out
+            return adder.total()
 
         out = self._run(per_partition)
         if isinstance(out, _Failure):
@@ -228,15 +227,10 @@ def _gather(batches, chunk_rows: int):
 
 
 class _Failure:
-    """A ``ValueError`` raised on an executor; adds as the first one."""
+    """A ``ValueError`` raised on an executor, sent back in place of a result."""
 
     def __init__(self, error: ValueError):
         self.error = error
-
-    def __add__(self, other):
-        return self
-
-    __radd__ = __add__
 
 
 class _Counts:

@@ -309,3 +309,25 @@ def test_refit_leaves_no_attribute_of_the_previous_fit():
     assert sorted(k for k in vars(cal) if k.endswith("_")) == sorted(
         k for k in vars(fresh) if k.endswith("_")
     )
+
+
+@pytest.mark.parametrize(
+    "calibrator",
+    [
+        BernsteinCalibrator(degree=20),
+        BernsteinCalibrator(degree=20, score_transform="quantile"),
+        BernsteinCalibrator(degree=20, score_transform="minmax", loss="squared"),
+    ],
+    ids=repr,
+)
+def test_a_scores_probability_does_not_depend_on_its_batch(calibrator):
+    # Spark's Arrow batches, Dask blocks and serving one row at a time must agree
+    # to the bit with one call on every score
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=30_000) * 3
+    y = (rng.random(30_000) < 1 / (1 + np.exp(-s))).astype(int)
+    full = calibrator.fit(s, y).predict_proba(s)
+    for n in (1, 3, 7, 9, 17, 1_000, 8_191, 8_193, 16_385):
+        for offset in (0, 1, 5):
+            part = calibrator.predict_proba(s[offset : offset + n])
+            assert np.array_equal(part, full[offset : offset + n])

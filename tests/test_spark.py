@@ -191,11 +191,13 @@ def test_with_probability_equals_predict_proba(spark, weighted):
     keep = np.ones(len(s), dtype=bool)
     keep[3] = False
     assert out["probability"].isna().to_numpy()[3] and out["p32"].isna().to_numpy()[3]
-    np.testing.assert_array_equal(
-        out["probability"].to_numpy()[keep], cal.predict_proba(s[keep])[:, 1]
+    # Arrow batches split the rows differently from one predict_proba call, and numpy's
+    # vectorised exp differs by an ulp from its scalar loop on a batch's last few rows
+    np.testing.assert_array_max_ulp(
+        out["probability"].to_numpy()[keep], cal.predict_proba(s[keep])[:, 1], maxulp=2
     )
     expected32 = cal.predict_proba(s[keep].astype(np.float32))[:, 1]
-    np.testing.assert_array_equal(out["p32"].to_numpy()[keep], expected32)
+    np.testing.assert_array_max_ulp(out["p32"].to_numpy()[keep], expected32, maxulp=2)
 
 
 @pytest.mark.parametrize(
