@@ -24,8 +24,9 @@ Mul, Clip, Min, Max, the Bernstein basis and Sigmoid: all emitted already.
 The degree comes from ``(1, 2, 3, 4, 6, 8, 10, 13, 16, 20)`` by 5-fold
 cross-validated log loss with the one-standard-error rule (the smallest degree
 within one paired standard error of the best), folds interleaved over the
-sorted scores as ``BernsteinCalibrator`` does; so Platt is preferred unless
-the data show otherwise.
+sorted scores (``BernsteinCalibrator``'s rule until its folds became a hash of
+the row's position, issue 13); so Platt is preferred unless the data show
+otherwise.
 """
 
 from __future__ import annotations
