@@ -124,13 +124,23 @@ def fold_of(start: int, n: int, n_folds: int) -> np.ndarray:
     The hash (splitmix64's finaliser) spreads any order of the rows, sorted by
     score or by label, evenly over the folds.
     """
-    x = np.arange(start, start + n, dtype=np.uint64)
+    x = position_hash(np.arange(start, start + n, dtype=np.uint64), 0x9E3779B97F4A7C15)
+    return (x % np.uint64(n_folds)).astype(np.int64)
+
+
+def position_hash(positions: np.ndarray, offset: int) -> np.ndarray:
+    """splitmix64's finaliser of ``positions + offset``: uint64, well spread.
+
+    The folds of the degree search (:func:`fold_of`) and the command line's
+    held-out rows of a streamed file hash row positions with it.
+    """
+    x = np.asarray(positions).astype(np.uint64)
     with np.errstate(over="ignore"):
-        x += np.uint64(0x9E3779B97F4A7C15)
+        x += np.uint64(offset % (1 << 64))
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     x ^= x >> np.uint64(31)
-    return (x % np.uint64(n_folds)).astype(np.int64)
+    return x
 
 
 def cells_per_axis(n_bins: int, m_axes: int) -> int:

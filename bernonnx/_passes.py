@@ -303,12 +303,16 @@ class ScoreTable:
         )
 
     @classmethod
-    def of_chunk(cls, chunk: Chunk, classes: np.ndarray) -> ScoreTable:
-        w = weights_of(chunk)
+    def of_rows(cls, s, target, w) -> ScoreTable:
+        """The table of rows with a 0/1 ``target`` and weights (``None``: ones)."""
+        w = np.ones(s.shape[0]) if w is None else w
         keep = w > 0
-        target = target_of(chunk, classes)[keep]
-        w = w[keep]
-        return cls.group(chunk.s[keep], w * (1.0 - target), w * target)
+        target, w = target[keep], w[keep]
+        return cls.group(s[keep], w * (1.0 - target), w * target)
+
+    @classmethod
+    def of_chunk(cls, chunk: Chunk, classes: np.ndarray) -> ScoreTable:
+        return cls.of_rows(chunk.s, target_of(chunk, classes), chunk.w)
 
     def __add__(self, other: ScoreTable) -> ScoreTable:
         return ScoreTable.group(
@@ -444,6 +448,7 @@ class RowPasses:
     def __init__(self, source: Source, to_u, described: Described):
         self.source, self.to_u = source, to_u
         self.classes, self.kept = described.classes, described.kept
+        self.ends = np.array([described.lo, described.hi])
         #: weighted mean label (:func:`bernonnx._newton.base_rate`)
         self.rate = described.positive_weight / described.weight
 
@@ -490,4 +495,10 @@ class RowPasses:
         return points_from_sums(wt[0], wu[0], True)
 
     def u_range(self) -> Extremes:
-        return self.map(lambda u, y, w, _: Extremes(float(u.min()), float(u.max())))
+        """The range of ``u``: the transform of the scores' range, with no pass.
+
+        Every transform is non-decreasing and computed element by element, so
+        the smallest and largest score give the smallest and largest ``u``.
+        """
+        lo, hi = self.to_u(self.ends)
+        return Extremes(float(lo), float(hi))

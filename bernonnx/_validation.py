@@ -170,14 +170,14 @@ def fit_inputs(estimator, X, y, sample_weight, positions=False):
     Sets ``classes_`` and ``n_features_in_``. Errors, in order: labels,
     weights, a single class among the positive-weight rows, then NaN/inf and
     the single-column rule (see :func:`check_scores`). ``positions=True``
-    also returns the kept rows' positions in ``X``, and the number of rows.
+    also returns which rows of ``X`` are kept (a mask, or ``slice(None)``: all),
+    and the number of rows.
     """
     arr, y = check_scores(estimator, X, reset=True, y=y)
     target, w, keep = labelled_rows(estimator, arr, y, sample_weight)
     s = single_score(estimator, arr).astype(np.float64, copy=False)
     if positions:
-        where = np.arange(s.shape[0]) if isinstance(keep, slice) else np.flatnonzero(keep)
-        return s[keep], target[keep], w[keep], where, s.shape[0]
+        return s[keep], target[keep], w[keep], keep, s.shape[0]
     return s[keep], target[keep], w[keep]
 
 

@@ -217,7 +217,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         source = lazy_source(X, y, sample_weight)
         if source is not None:
             return self._fit_source(source)
-        s, target, w, where, n_rows = fit_inputs(self, X, y, sample_weight, positions=True)
+        s, target, w, kept, n_rows = fit_inputs(self, X, y, sample_weight, positions=True)
         exponent = score_exponent(s)
         s = rescale(s, exponent)
         params = fit_transform_params(self.score_transform, s, w, self.n_knots)
@@ -226,7 +226,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         points = Points(u, 1.0 - u, target, w)
         # the folds of a degree search: a hash of each row's position in X
         grid = len(self._candidate_degrees()) > 1
-        folds = fold_of(0, n_rows, self.n_folds)[where] if grid else None
+        folds = fold_of(0, n_rows, self.n_folds)[kept] if grid else None
         return self._fit_points(exponent, params, points, folds)
 
     def _fit_source(self, source):

@@ -173,10 +173,7 @@ class ScoreStats(CalibrationStats):
         self.table = ScoreTable(np.empty(0), np.empty(0), np.empty(0))
 
     def _update(self, s, target, w, start):
-        w = np.ones(s.shape[0]) if w is None else w
-        keep = w > 0
-        s, target, w = s[keep], target[keep], w[keep]
-        self.table = self.table + ScoreTable.group(s, w * (1.0 - target), w * target)
+        self.table = self.table + ScoreTable.of_rows(s, target, w)
 
     def _merge(self, other):
         out = ScoreStats(self.calibrator, self.classes)

@@ -198,6 +198,21 @@ def test_platt_log_odds_from_passes(real_scores):
     assert _max_diff(a, b, p) <= EXACT
 
 
+@pytest.mark.parametrize("transform", ["logistic", "quantile", "minmax"])
+def test_constant_scores_from_passes_predict_the_base_rate(transform):
+    # weight-0 rows may differ: only the positive-weight rows' range counts
+    s = np.r_[np.full(300, 0.25), 5.0]
+    y = np.r_[np.arange(300) % 3 == 0, True].astype(int)
+    w = np.r_[np.ones(300), 0.0]
+    for loss in ("log", "squared"):
+        cal = BernsteinCalibrator(loss=loss, score_transform=transform)
+        a = cal.fit(s, y, w)
+        b = BernsteinCalibrator(loss=loss, score_transform=transform)
+        b._fit_source(ArraySource(s, y, w, chunk_rows=70))
+        assert np.array_equal(b.coef_, a.coef_) and b.degree_ == a.degree_
+        np.testing.assert_allclose(b.predict_proba(s)[:, 1], 100 / 300, rtol=1e-12)
+
+
 def test_source_errors_name_the_problem():
     s = np.linspace(0, 1, 100)
     with pytest.raises(ValueError, match="single class"):

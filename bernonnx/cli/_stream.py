@@ -152,13 +152,9 @@ def _note_missing(progress: _Progress, n_missing: int, label: str, remain: int) 
 
 def _position_hash(positions: np.ndarray, seed: int) -> np.ndarray:
     """Uniform numbers in [0, 1) from the rows' positions and ``seed`` (splitmix64)."""
-    offset = (int(seed) * 0xD1B54A32D192ED03 + 0x9E3779B97F4A7C15) % (1 << 64)
-    x = positions.astype(np.uint64)
-    with np.errstate(over="ignore"):
-        x += np.uint64(offset)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
+    from bernonnx._newton import position_hash
+
+    x = position_hash(positions, int(seed) * 0xD1B54A32D192ED03 + 0x9E3779B97F4A7C15)
     return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
