@@ -72,8 +72,8 @@ def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
     he.ravel()[m + 1 : -1 : m + 1] += 2.0 * _RIDGE * max(float(h.trace()) / n, _TINY)
     qe = np.zeros(m)
     np.add(q, q, out=qe[1:-1])
-    gscale = max(inner.max(), -inner.min()) * max(abs(lo), abs(hi), 1.0) + max(qe.max(), -qe.min())
-    tol = 1e-11 * (float(gscale) + 1e-300)
+    gscale = float(abs(he).max()) * max(abs(lo), abs(hi), 1.0) + float(abs(qe).max())
+    tol = 1e-11 * (gscale + 1e-300)
     bounds = np.array([lo, hi])
 
     xe = np.empty(m)
@@ -87,7 +87,8 @@ def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
         isstart = np.ones(m, dtype=bool)
         block = np.arange(m)
     else:
-        np.clip(y0, lo, hi, out=y)
+        np.maximum(y0, lo, out=y)
+        np.minimum(y, hi, out=y)
         np.maximum.accumulate(y, out=y)
         slack = xe[1:] - xe[:-1]
         isstart = np.empty(m, dtype=bool)
@@ -123,7 +124,7 @@ def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
                 raise np.linalg.LinAlgError("Singular matrix")
             np.negative(v, out=vals[1:-1])
         jump = vals[1:] - vals[:-1]  # the block solution's slack on each inactive link
-        if jump.min() < 0.0:
+        if min(jump.tolist()) < 0.0:
             after = bst[1:]
             if phase1:
                 isstart[after[jump < 0.0]] = False
@@ -172,21 +173,20 @@ def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
     )
 
 
-def _add_ramp(y: np.ndarray, hi: float, gap: float) -> np.ndarray:
-    """``y + gap k`` rounded so that every increment is ``>= gap`` and the last entry ``<= hi``.
+def _add_ramp(y: np.ndarray, ramp: np.ndarray, hi: float, gap: float) -> np.ndarray:
+    """``y + ramp`` (``ramp = gap k``) rounded so that increments are ``>= gap`` and ``x_d <= hi``.
 
     ``y`` is non-decreasing with ``y_d <= hi - gap d``; rounding ``y_k + gap k``
     leaves increments an ulp short of ``gap`` (most often across ties of
     ``y``): those entries move up to the next float that clears the gap (and
     should the top then pass ``hi``, entries move down from the top).
     """
-    x = np.arange(y.shape[0], dtype=np.float64)
-    x *= gap
-    x += y
-    if not (x[1:] - x[:-1] < gap).any() and x[-1] <= hi:
+    x = y + ramp
+    short = x[1:] - x[:-1] < gap
+    if not short.any() and x[-1] <= hi:
         return x
     xs = x.tolist()  # a sequential pass over Python floats: a few microseconds
-    for k in range(1, len(xs)):
+    for k in range(1 + int(short.argmax()), len(xs)):
         if xs[k] - xs[k - 1] < gap:
             v = xs[k - 1] + gap
             while v - xs[k - 1] < gap:
@@ -273,7 +273,7 @@ def solve_monotone_qp(
         # as slacks of a few ulps, and they are the warm start's active set
         tie_tol = 8 * _EPS * max(abs(lo), abs(hi))
     y = _chain_active_set(h, q + h @ ramp, lo, hi - ramp[-1], y0, max_iter, tie_tol)
-    return _add_ramp(y, hi, gap)
+    return _add_ramp(y, ramp, hi, gap)
 
 
 def solve_monotone_qp_cvxpy(
