@@ -24,6 +24,7 @@ from ._newton import (
     is_constant,
     least_loss_choice,
     link,
+    select_degree_one_step,
     single_blas_thread,
 )
 from ._passes import RowPasses, lazy_source, summarise, weighted_quantiles
@@ -272,7 +273,14 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         ]
         with single_blas_thread():
             index, self.coef_, fold_losses = fit_degree(
-                CURVE, points, chains, self.loss, self.n_folds, folds, least_loss_choice
+                CURVE,
+                points,
+                chains,
+                self.loss,
+                self.n_folds,
+                folds,
+                least_loss_choice,
+                select_degree_one_step,
             )
         self.degree_ = int(degrees[index])
         if fold_losses is not None:
