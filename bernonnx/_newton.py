@@ -536,6 +536,82 @@ def select_degree(basis, sums, feasible_sets, loss, one_score=True):
     return np.asarray(rows).reshape(len(rows), len(feasible_sets)), None
 
 
+class _FoldStack:
+    """The per-fold bins of a 1-D degree search, stacked, and their basis at one degree.
+
+    Fold ``k``'s points are ``slices[k]`` of the stack. :meth:`at_degree`
+    tabulates the degree-``d`` and degree-``2d`` Bernstein bases once; every
+    loss term of the candidate is then a product with those tables, of all
+    the points or of one fold's: ``b_j b_k = C(d, j) C(d, k) / C(2d, j + k)
+    b_{j+k, 2d}``, so a Hessian (or Gram matrix) is ``2d + 1`` weighted sums
+    of the degree-``2d`` basis (a Hankel matrix), as in
+    :func:`bernonnx._bernstein.logistic_terms`. It stands in for the points
+    of :func:`newton` (``_Curve`` hands it the coefficients) and of the fold
+    terms, with no per-call overhead: a degree search makes hundreds of calls
+    on a few thousand points.
+    """
+
+    def __init__(self, tests: list[Points], top: int):
+        self.u = np.concatenate([t.u for t in tests])
+        self.y = np.concatenate([t.y for t in tests])
+        self.w = np.concatenate([t.w for t in tests])
+        ends = np.cumsum([len(t) for t in tests])
+        self.slices = [slice(int(e - len(t)), int(e)) for e, t in zip(ends, tests, strict=True)]
+        self.rate = float(np.average(self.y, weights=self.w))
+        # u^m and (1 - u)^m up to twice the largest degree, tabulated once; values below
+        # 1e-120 flushed to zero (as bernstein_basis_t does), so that no product of two
+        # is subnormal: subnormals slow every later product by up to 100x
+        self.up = np.empty((2 * top + 1, len(self)))
+        self.vp = np.empty_like(self.up)
+        self.up[0] = self.vp[0] = 1.0
+        v = 1.0 - self.u
+        for m in range(1, 2 * top + 1):
+            np.multiply(self.up[m - 1], self.u, out=self.up[m])
+            np.multiply(self.vp[m - 1], v, out=self.vp[m])
+        np.putmask(self.up, self.up < 1e-120, 0.0)
+        np.putmask(self.vp, self.vp < 1e-120, 0.0)
+
+    def _table(self, degree: int) -> np.ndarray:
+        out = self.up[: degree + 1] * self.vp[degree::-1]
+        out *= bern.binomial_row(degree)[:, None]
+        return out
+
+    def at_degree(self, degree: int) -> None:
+        self.basis = self._table(degree)
+        self.double = self._table(2 * degree)
+        binom, idx = bern.binomial_row(degree), np.arange(degree + 1)
+        self.hankel = idx[:, None] + idx[None, :]
+        self.ratio = np.outer(binom, binom) / bern.binomial_row(2 * degree)[self.hankel]
+
+    def _gram(self, weights: np.ndarray, sl: slice) -> np.ndarray:
+        return self.ratio * (self.double[:, sl] @ weights)[self.hankel]
+
+    def logistic_terms(self, coef, hessian=True, sl=slice(None)):
+        """Sum of the log loss over the points of ``sl``, its gradient and Hessian."""
+        eta = coef @ self.basis[:, sl]
+        y, w = self.y[sl], self.w[sl]
+        e = np.exp(-np.abs(eta))  # one exp: softplus and p from e^(-|eta|)
+        f = float(w @ (np.maximum(eta, 0.0) + np.log1p(e) - y * eta))
+        p = np.where(eta >= 0.0, 1.0, e) / (1.0 + e)
+        g = self.basis[:, sl] @ (w * (p - y))
+        return f, g, (self._gram(w * p * (1.0 - p), sl) if hessian else None)
+
+    def squared_terms(self, sl=slice(None)):
+        """Gram matrix and right-hand side of the least-squares loss over ``sl``."""
+        return self._gram(self.w[sl], sl), self.basis[:, sl] @ (self.w[sl] * self.y[sl])
+
+    def mean_log_loss(self, coef, loss, sl):
+        """Mean log loss of the predictions of ``coef`` on the points of ``sl``."""
+        eta = coef @ self.basis[:, sl]
+        y, w = self.y[sl], self.w[sl]
+        if loss == "log":
+            return float(w @ (np.logaddexp(0.0, eta) - y * eta)) / float(w.sum())
+        return mean_log_loss(y, link(eta, loss), w)
+
+    def __len__(self) -> int:
+        return self.u.shape[0]
+
+
 def select_degree_one_step(basis, sums, feasible_sets, loss, one_score=True):
     """Validation log loss of each candidate on each fold, from one fit per candidate.
 
@@ -544,9 +620,9 @@ def select_degree_one_step(basis, sums, feasible_sets, loss, one_score=True):
     it replaces by one. Per candidate degree (smallest first, warm-started at
     the previous one's coefficients, elevated):
 
-    * ``x*`` = the fit on the bins of all the rows;
-    * the terms of each fold's bins at ``x*``: the basis is additive, so the
-      terms of fold ``k``'s training rows are the total minus fold ``k``'s;
+    * ``x*`` = the fit on the bins of all the folds together;
+    * the terms of each fold's bins at ``x*``: they add up, so the terms of
+      fold ``k``'s training rows are the total minus fold ``k``'s;
     * squared loss: fold ``k``'s fit is one QP on its training terms, exact,
       started at ``x*``;
     * log loss: fold ``k``'s fit is approximated by one projected Newton step
@@ -560,33 +636,40 @@ def select_degree_one_step(basis, sums, feasible_sets, loss, one_score=True):
 
     Returns the fold losses (shape ``(n_used_folds, n_candidates)``) and the
     ``x*`` of each candidate: the final fit starts from the chosen one's.
+    ``basis`` must be :data:`CURVE`.
     """
     wt, wu = sums
     folds = _usable_folds(wt)
-    every = points_from_sums(wt.sum(axis=0), wu.sum(axis=0), one_score)
-    tests = [points_from_sums(wt[k], wu[k], one_score) for k in folds]
+    if not folds:
+        return np.empty((0, len(feasible_sets))), None
+    top = max(f.shape[0] - 1 for f in feasible_sets)
+    stack = _FoldStack([points_from_sums(wt[k], wu[k], one_score) for k in folds], top)
     losses = np.empty((len(folds), len(feasible_sets)))
     starts, coef = [], None
     for j, feasible in enumerate(feasible_sets):
-        x0 = None if coef is None else basis.elevate(coef, feasible.shape)
-        coef = FITS[loss](basis, every, feasible, x0=x0, tol=SELECT_TOL)
-        starts.append(coef)
-        x = coef.ravel()
+        stack.at_degree(feasible.shape[0] - 1)
         if loss == "squared":
-            terms = [basis.squared_terms(te, feasible.shape) for te in tests]
+            terms = [stack.squared_terms(sl) for sl in stack.slices]
             gram, rhs = sum(t[0] for t in terms), sum(t[1] for t in terms)
-            for i, te in enumerate(tests):
-                h = 2.0 * (gram - terms[i][0])
-                xk = feasible.qp(h, -2.0 * (rhs - terms[i][1]), x0=x)
-                p = predict(basis, te.u, te.v, xk.reshape(feasible.shape), loss)
-                losses[i, j] = mean_log_loss(te.y, p, te.w)
-            continue
-        terms = [basis.logistic_terms(te, coef, True) for te in tests]
-        grad, hess = sum(t[1] for t in terms), sum(t[2] for t in terms)
-        for i, te in enumerate(tests):
-            h, g = hess - terms[i][2], grad - terms[i][1]
-            xk = feasible.qp(h, g - h @ x, x0=x).reshape(feasible.shape)
-            losses[i, j] = basis.logistic_terms(te, xk, False)[0] / float(te.w.sum())
+            x = feasible.qp(2.0 * gram, -2.0 * rhs).ravel()
+        else:
+            if coef is None:
+                rate = np.clip(stack.rate, _RATE_CLIP, 1 - _RATE_CLIP)
+                x0 = np.full(feasible.shape, np.clip(logit(rate), feasible.lo, feasible.hi))
+            else:
+                x0 = basis.elevate(coef, feasible.shape)
+            x = newton(basis, stack, feasible, x0, tol=SELECT_TOL)
+            terms = [stack.logistic_terms(x, True, sl) for sl in stack.slices]
+            grad, hess = sum(t[1] for t in terms), sum(t[2] for t in terms)
+        coef = x.reshape(feasible.shape)
+        starts.append(coef)
+        for i, sl in enumerate(stack.slices):
+            if loss == "squared":
+                xk = feasible.qp(2.0 * (gram - terms[i][0]), -2.0 * (rhs - terms[i][1]), x0=x)
+            else:
+                h, g = hess - terms[i][2], grad - terms[i][1]
+                xk = feasible.qp(h, g - h @ x, x0=x)
+            losses[i, j] = stack.mean_log_loss(xk, loss, sl)
     return losses, starts
 
 
