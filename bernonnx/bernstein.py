@@ -59,7 +59,9 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         Polynomial degree, from 1 to 100. ``"auto"`` picks among
         ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)`` by ``n_folds``-fold
         cross-validated log loss (the least mean loss); a sequence gives the
-        candidates yourself.
+        candidates yourself. Each candidate is fitted once on all the rows'
+        bins; with ``loss="log"`` a fold's fit is one Newton step from there
+        on the fold's training rows (exact for ``loss="squared"``).
     loss : {"log", "squared"}, default="log"
         ``"squared"``: least squares, coefficients in ``[0, 1]`` (seed 000).
         ``"log"``: logistic loss, coefficients in ``[-logit_bound,
