@@ -185,13 +185,16 @@ def _add_ramp(y: np.ndarray, ramp: np.ndarray, hi: float, gap: float) -> np.ndar
     short = x[1:] - x[:-1] < gap
     if not short.any() and x[-1] <= hi:
         return x
-    xs = x.tolist()  # a sequential pass over Python floats: a few microseconds
-    for k in range(1 + int(short.argmax()), len(xs)):
-        if xs[k] - xs[k - 1] < gap:
+    xs = x.tolist()  # Python floats: a few short increments, a few microseconds
+    n = len(xs)
+    for k in (short.nonzero()[0] + 1).tolist():
+        # raising x_k can shorten the next increment: carry on while it does
+        while k < n and xs[k] - xs[k - 1] < gap:
             v = xs[k - 1] + gap
             while v - xs[k - 1] < gap:
                 v = math.nextafter(v, math.inf)
             xs[k] = v
+            k += 1
     if xs[-1] > hi:
         xs[-1] = hi
         for k in range(len(xs) - 1, 0, -1):
