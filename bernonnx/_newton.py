@@ -636,11 +636,14 @@ def select_degree_one_step(basis, sums, feasible_sets, loss, one_score=True):
     * log loss: fold ``k``'s fit is approximated by one projected Newton step
       from ``x*`` on its training rows (one QP with their exact gradient and
       Hessian). The training rows are 1 - 1/k of the data, so ``x*`` is close
-      to their optimum and the step lands closer still. On the quality
-      study's tuning seeds (``examples/quality_study.py``, seeds 0-2, 72
-      fits) this chose the same degree as the exact fold fits in 65 cases and
-      the same wins against the better of scikit-learn's sigmoid and isotonic,
-      at half the time.
+      to their optimum and the step lands closer still. The gap to the fold's
+      own fit grows with the degree: on generated data the mean validation
+      loss at degree 50 came out 11% of the candidates' spread too low, at
+      degree 8 six millionths (``tests/test_degree_search.py``). On the
+      quality study's seeds (``examples/quality_study.py``, 72 tuning and 72
+      held-out fits) this chose the same degree as the exact fold fits in 65
+      of 72 on each, with the same wins against the better of scikit-learn's
+      sigmoid and isotonic, at half the time.
 
     Returns the fold losses (shape ``(n_used_folds, n_candidates)``) and the
     ``x*`` of each candidate: the final fit starts from the chosen one's.
