@@ -23,20 +23,23 @@ The matrix (``full``; data sets, splits, models, preprocessing: ``tests/_realdat
 5. other preprocessing, prefit, 10 models: MinMaxScaler (diabetes, seed 000's),
    RobustScaler (magic), SimpleImputer + StandardScaler on NaN-holed columns (credit).
 
+With the ``boosters`` extra installed, XGBoost and LightGBM join the 10 base models
+wherever they appear: 272 cells instead of 232.
+
 Every cell uses the default calibrator (``BernsteinCalibrator()``). ``--quick`` runs the
 cells ``tests/test_real_parity.py`` enforces (``_realdata.quick_cells``): credit and
 shoppers, five models, prefit, both dtypes, plus one k-fold and one multiclass cell.
 
 Run::
 
-    python benchmarks/real_parity.py                 # full matrix, 232 cells, ~13 min
+    python benchmarks/real_parity.py                 # full matrix, 272 cells, ~7 min
     python benchmarks/real_parity.py --quick         # 24 cells, ~1 min, prints only
     python benchmarks/real_parity.py --data ../shared/data --out benchmarks/real_parity.md
 
 ``--data`` defaults to ``../shared/data`` beside the checkout (in a ``git worktree``,
 beside the main checkout; ``$BERNONNX_SHARED_DATA`` overrides).
 
-Measured here (one thread, 2 cores shared with other jobs): full run 12.8 min, quick run
+Measured here (one thread, 2 cores shared with other jobs): full run 6.5 min, quick run
 0.7 to 1.1 min. The report also goes to a ``.csv`` beside ``--out``, one row per cell, for
 diffing two runs.
 """
