@@ -24,6 +24,7 @@ from ._newton import (
     forget_optional_attributes,
     is_constant,
     least_loss_choice,
+    select_degree_one_step,
     single_blas_thread,
 )
 from ._passes import RowPasses, lazy_source, summarise, weighted_quantiles
@@ -58,7 +59,9 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         Polynomial degree, from 1 to 100. ``"auto"`` picks among
         ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)`` by ``n_folds``-fold
         cross-validated log loss (the least mean loss); a sequence gives the
-        candidates yourself.
+        candidates yourself. Each candidate is fitted once on all the rows'
+        bins; with ``loss="log"`` a fold's fit is one Newton step from there
+        on the fold's training rows (exact for ``loss="squared"``).
     loss : {"log", "squared"}, default="log"
         ``"squared"``: least squares, coefficients in ``[0, 1]`` (seed 000).
         ``"log"``: logistic loss, coefficients in ``[-logit_bound,
@@ -272,7 +275,14 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         ]
         with single_blas_thread():
             index, self.coef_, fold_losses = fit_degree(
-                CURVE, points, chains, self.loss, self.n_folds, folds, least_loss_choice
+                CURVE,
+                points,
+                chains,
+                self.loss,
+                self.n_folds,
+                folds,
+                least_loss_choice,
+                select_degree_one_step,
             )
         self.degree_ = int(degrees[index])
         if fold_losses is not None:
