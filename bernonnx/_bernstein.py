@@ -280,9 +280,10 @@ def _ordered_dot(a: np.ndarray, rows: np.ndarray, out: np.ndarray) -> np.ndarray
     return out
 
 
-#: Rows of a block of :func:`logistic_eta_blocks`. Its Horner steps run on the two
-#: halves of a block (lower rows, the others), so a ufunc call's ~0.5 us weighs on
-#: smaller groups: measured at n = 1e6, degree 20, 32768 rows 0.8x the time of 8192.
+#: Rows of a block of :func:`logistic_eta_blocks` and :func:`_loss_gradient`. Both work
+#: on the two halves of a block (lower rows, the others), so a call's ~0.5 us weighs on
+#: smaller groups: measured at n = 1e6, degree 20, 32768 rows 0.8x the time of 8192
+#: (predict) and 0.7x (the loss-gradient pass).
 EVAL_BLOCK = 32768
 
 
@@ -561,8 +562,10 @@ def _loss_gradient(u, v, y, weights, coef) -> tuple[float, np.ndarray]:
     :data:`EVAL_BLOCK` rows), so each group needs one product with its table of
     powers for ``eta`` (its own coefficients) and one for the gradient, where
     the whole block needed two of each (both polynomials, then the masked
-    gradients). Measured at n = 1e6, degree 20: 0.55x the time of that pass,
-    0.85x the time of Horner's ``eta`` and powers of ``t`` taken one at a time.
+    gradients). Measured at n = 1e6, degree 20: 0.6x the time of that pass,
+    0.8x the time of Horner's ``eta`` and powers of ``t`` taken one at a time.
+    The table takes ``(d + 1) * EVAL_BLOCK * 8`` bytes at most (26 MB at degree
+    100).
     """
     d = coef.shape[0] - 1
     pair = _rise_pair(coef)
