@@ -21,9 +21,13 @@ tiny whatever the number of samples. Two solvers:
   chain structure of the constraints. An active set is a partition of the
   coefficients into blocks of equal values, the first block possibly pinned
   to ``lo`` and the last to ``hi``; the equality-constrained subproblem is a
-  dense solve in the free block values, and the Lagrange multipliers are
-  running sums of the gradient inside each block. Exact to rounding error,
-  no tolerance to tune, microseconds per iteration.
+  dense solve in the free block values (its matrix and right-hand side are
+  block sums, two ``np.add.reduceat`` calls), and the Lagrange multipliers
+  are running sums of the gradient inside each block. A warm start's ties
+  are its initial active set, and a first phase adds every link the block
+  solution violates at once, so that a warm start lacking ties costs a few
+  solves rather than one per missing tie; the primal method then decides
+  optimality alone. Exact to rounding error, no tolerance to tune.
 * :func:`solve_monotone_qp_cvxpy`: the same problem stated in cvxpy and
   handed to a conic solver, for users who prefer it and as a cross-check.
 """
@@ -44,94 +48,163 @@ from sklearn.exceptions import ConvergenceWarning
 #: active-set solver: directions without data (a constant column) still get a
 #: unique solution.
 _RIDGE = 1e-12
+_TINY = np.finfo(float).tiny
+_EPS = np.finfo(float).eps
 
 
-def _blocks(link: np.ndarray) -> list[tuple[int, int]]:
-    """Split ``0..d`` into maximal runs joined by active links.
+def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
+    """The active-set method on ``lo <= y_0 <= ... <= y_d <= hi``; see :func:`solve_monotone_qp`.
 
-    ``link`` has ``d + 2`` entries: ``link[0]`` is the lower bound,
-    ``link[k]`` (``1 <= k <= d``) ties ``x[k-1] = x[k]``, ``link[d+1]`` is the
-    upper bound.
+    Works on the extended chain ``(lo, y_0, ..., y_d, hi)`` of ``m = d + 3``
+    positions: link ``k`` ties positions ``k`` and ``k + 1`` (link 0 is the
+    lower bound, link ``d + 1`` the upper one), a block starts at position 0
+    and after every inactive link, and the first and last blocks are pinned at
+    ``lo`` and ``hi``. ``isstart`` marks the block starts and ``block`` numbers
+    the block of each position.
     """
-    d = link.shape[0] - 2
-    starts = [0, *(np.flatnonzero(~link[1 : d + 1]) + 1).tolist()]
-    ends = [s - 1 for s in starts[1:]] + [d]
-    return list(zip(starts, ends, strict=True))
+    n = h.shape[0]
+    m = n + 2
+    # h + h^T and 2 q: the problem scaled by 2, exactly, rather than 0.5 (h + h^T);
+    # the zero first and last rows are the pinned ends
+    he = np.zeros((m, m))
+    inner = he[1:-1, 1:-1]
+    np.add(h, h.T, out=inner)
+    he.ravel()[m + 1 : -1 : m + 1] += 2.0 * _RIDGE * max(float(h.trace()) / n, _TINY)
+    qe = np.zeros(m)
+    np.add(q, q, out=qe[1:-1])
+    gscale = float(abs(he).max()) * max(abs(lo), abs(hi), 1.0) + float(abs(qe).max())
+    tol = 1e-11 * (gscale + 1e-300)
+    bounds = np.array([lo, hi])
+
+    xe = np.empty(m)
+    xe[0] = lo
+    xe[-1] = hi
+    y = xe[1:-1]
+    if y0 is None:
+        y[:] = np.arange(1.0, n + 1.0)
+        y *= (hi - lo) / (n + 1)
+        y += lo
+        isstart = np.ones(m, dtype=bool)
+        block = np.arange(m)
+    else:
+        np.maximum(y0, lo, out=y)
+        np.minimum(y, hi, out=y)
+        np.maximum.accumulate(y, out=y)
+        slack = xe[1:] - xe[:-1]
+        isstart = np.empty(m, dtype=bool)
+        isstart[0] = True
+        np.greater(slack, tie_tol, out=isstart[1:])
+        if not isstart[1:].any():  # lo and hi within tie_tol: keep the widest gap open
+            isstart[1 + int(slack.argmax())] = True
+        block = isstart.cumsum()
+        block -= 1
+        vals = xe[isstart]
+        vals[-1] = hi
+        xe = vals[block]  # ties made exact: the warm start's active set
+
+    # Phase 1 adds every link the block solution violates, until that solution
+    # is feasible: a warm start usually has too few ties, and adding them one
+    # by one (the primal method) costs a solve each. Phase 2 is the primal
+    # method from that feasible point; it alone decides optimality.
+    phase1 = True
+    for _ in range(max_iter):
+        bst = isstart.nonzero()[0]
+        nb = bst.shape[0]  # >= 2: the link between the lo and hi blocks never closes
+        vals = np.empty(nb)
+        vals[0] = lo
+        vals[-1] = hi
+        if nb > 2:
+            # block sums of the Hessian and gradient: the reduced problem in the
+            # free block values (blocks 1 .. nb - 2)
+            r = np.add.reduceat(np.add.reduceat(he, bst, axis=1), bst, axis=0)
+            rhs = np.add.reduceat(qe, bst)[1:-1]
+            rhs += r[1:-1, :: nb - 1] @ bounds
+            _, _, v, info = lapack.dgesv(r[1:-1, 1:-1], rhs)
+            if info != 0:
+                raise np.linalg.LinAlgError("Singular matrix")
+            np.negative(v, out=vals[1:-1])
+        jump = vals[1:] - vals[:-1]  # the block solution's slack on each inactive link
+        if min(jump.tolist()) < 0.0:
+            after = bst[1:]
+            if phase1:
+                isstart[after[jump < 0.0]] = False
+                block = isstart.cumsum()
+                block -= 1
+                continue
+            # move towards the block solution until the first inactive link closes
+            sx = xe[after] - xe[after - 1]
+            neg = (jump < 0.0).nonzero()[0]
+            sn = sx[neg]
+            np.maximum(sn, 0.0, out=sn)
+            ratio = sn / (sn - jump[neg])
+            j = int(ratio.argmin())
+            step = vals[block]
+            step -= xe
+            step *= ratio[j]
+            xe += step
+            k = int(after[neg[j]])
+            isstart[k] = False
+            block[k:] -= 1
+            continue
+        phase1 = False
+        xe = vals[block]
+        # multipliers: grad_j = lam_j - lam_{j+1}, so inside a block they are
+        # running sums of the gradient from the block side whose link is
+        # inactive (the upper side for the lo block, the lower one otherwise)
+        c = he @ xe
+        c += qe
+        np.add.accumulate(c, out=c)
+        ix = bst - 1
+        ix[0] = ix[1]
+        lam = c[ix][block]
+        lam -= c
+        lam = lam[:-1]  # lam[k]: link k; ~0 (the block's stationarity) on inactive links
+        worst = int(lam.argmin())
+        if lam[worst] < -tol and isstart[worst + 1]:
+            lam[isstart[1:]] = np.inf
+            worst = int(lam.argmin())
+        if lam[worst] >= -tol:
+            return xe[1:-1]  # exactly monotone and in [lo, hi]: every jump is >= 0
+        isstart[worst + 1] = True
+        block[worst + 1 :] += 1
+    raise RuntimeError(
+        f"active-set solver for the monotone QP did not converge in {max_iter} "
+        "iterations (status: max_iter); try solver='cvxpy'"
+    )
 
 
-def _solve_eqp(h, q, link, lo, hi):
-    """Minimiser of the objective with the constraints in ``link`` as equalities."""
-    d = h.shape[0] - 1
-    blocks = _blocks(link)
-    x = np.zeros(d + 1)
-    free = []
-    for a, b in blocks:
-        if a == 0 and link[0]:
-            x[a : b + 1] = lo
-        elif b == d and link[d + 1]:
-            x[a : b + 1] = hi
-        else:
-            free.append((a, b))
-    if free:
-        z = np.zeros((d + 1, len(free)))
-        for j, (a, b) in enumerate(free):
-            z[a : b + 1, j] = 1.0
-        reduced = z.T @ h @ z
-        rhs = -z.T @ (q + h @ x)
-        x = x + z @ _solve(reduced, rhs)
-    return x, blocks
+def _add_ramp(y: np.ndarray, ramp: np.ndarray, hi: float, gap: float) -> np.ndarray:
+    """``y + ramp`` (``ramp = gap k``) rounded so that increments are ``>= gap`` and ``x_d <= hi``.
 
-
-def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.linalg.solve(a, b)`` for a small square ``a``: the same LAPACK ``gesv``
-    called directly (3 us instead of 11 us; the active set solves one per step)."""
-    _, _, x, info = lapack.dgesv(a, b)
-    if info != 0:
-        raise np.linalg.LinAlgError("Singular matrix")
-    return x
-
-
-def _multipliers(grad, link, blocks):
-    """Lagrange multipliers of all ``d + 2`` constraints at a block solution.
-
-    With rows ``a_0 = e_0``, ``a_k = e_k - e_{k-1}``, ``a_{d+1} = -e_d``, the
-    KKT condition ``grad = A^T lam`` reads ``grad_j = lam_j - lam_{j+1}``.
-    Inside a block the multipliers are running sums of the gradient, started
-    from the block side whose constraint is inactive (multiplier zero).
+    ``y`` is non-decreasing with ``y_d <= hi - gap d``; rounding ``y_k + gap k``
+    leaves increments an ulp short of ``gap`` (most often across ties of
+    ``y``): those entries move up to the next float that clears the gap (and
+    should the top then pass ``hi``, entries move down from the top).
     """
-    d = grad.shape[0] - 1
-    lam = np.zeros(d + 2)
-    grad = grad.tolist()  # Python floats: indexing them is 4x cheaper than numpy scalars
-    for a, b in blocks:
-        if a == 0 and link[0]:
-            # pinned at the lower bound: the link after the block is inactive
-            acc = 0.0
-            for j in range(b, a - 1, -1):
-                acc += grad[j]
-                lam[j] = acc
-        else:
-            acc = 0.0
-            for j in range(a, b + 1):
-                acc -= grad[j]
-                lam[j + 1] = acc
-    lam[~link] = 0.0
-    return lam
-
-
-def _slacks(x, lo, hi):
-    """``A x - b`` for the chain constraints (all >= 0 when feasible)."""
-    out = np.empty(x.shape[0] + 1)
-    out[0] = x[0] - lo
-    np.subtract(x[1:], x[:-1], out=out[1:-1])
-    out[-1] = hi - x[-1]
-    return out
-
-
-def _rows_dot(p):
-    """``A p`` for the chain constraint matrix."""
-    out = _slacks(p, 0.0, 0.0)
-    out[-1] = -p[-1]
-    return out
+    x = y + ramp
+    short = x[1:] - x[:-1] < gap
+    if not short.any() and x[-1] <= hi:
+        return x
+    xs = x.tolist()  # Python floats: a few short increments, a few microseconds
+    n = len(xs)
+    for k in (short.nonzero()[0] + 1).tolist():
+        # raising x_k can shorten the next increment: carry on while it does
+        while k < n and xs[k] - xs[k - 1] < gap:
+            v = xs[k - 1] + gap
+            while v - xs[k - 1] < gap:
+                v = math.nextafter(v, math.inf)
+            xs[k] = v
+            k += 1
+    if xs[-1] > hi:
+        xs[-1] = hi
+        for k in range(len(xs) - 1, 0, -1):
+            if xs[k] - xs[k - 1] >= gap:
+                break
+            v = xs[k] - gap
+            while xs[k] - v < gap:
+                v = math.nextafter(v, -math.inf)
+            xs[k - 1] = v
+    return np.array(xs)
 
 
 def gap_step(lo: float, hi: float, degree: int, min_step: float) -> float:
@@ -189,52 +262,21 @@ def solve_monotone_qp(
     d = h.shape[0] - 1
     if not lo < hi:
         raise ValueError(f"lo must be below hi, got lo={lo}, hi={hi}")
-    if min_step > 0:
-        ramp = gap_step(lo, hi, d, min_step) * np.arange(d + 1)
-        y0 = None if x0 is None else np.asarray(x0, dtype=np.float64) - ramp
-        y = solve_monotone_qp(h, q + h @ ramp, lo, hi - ramp[-1], x0=y0, max_iter=max_iter)
-        return y + ramp
-    scale = max(float(np.trace(h)) / (d + 1), np.finfo(float).tiny)
-    h = 0.5 * (h + h.T) + 1e-12 * scale * np.eye(d + 1)
-
-    if x0 is None:
-        x = lo + (hi - lo) * (np.arange(d + 1) + 1.0) / (d + 2)
-    else:
-        x = np.maximum.accumulate(np.clip(np.asarray(x0, dtype=np.float64), lo, hi))
-    link = _slacks(x, lo, hi) <= 0.0
     max_iter = 50 * (d + 2) if max_iter is None else max_iter
-    gscale = np.abs(h).max() * max(abs(lo), abs(hi), 1.0) + np.abs(q).max() + 1e-300
-    tol = 1e-11 * gscale
-
-    for _ in range(max_iter):
-        target, blocks = _solve_eqp(h, q, link, lo, hi)
-        p = target - x
-        ap = _rows_dot(p)
-        slack = np.maximum(_slacks(x, lo, hi), 0.0)
-        blocking = (~link) & (ap < 0)
-        alpha, hit = 1.0, -1
-        if blocking.any():
-            ratios = np.full(d + 2, np.inf)
-            ratios[blocking] = slack[blocking] / -ap[blocking]
-            hit = int(np.argmin(ratios))
-            if ratios[hit] < 1.0:
-                alpha = ratios[hit]
-            else:
-                hit = -1
-        if hit >= 0:
-            x = x + alpha * p
-            link[hit] = True
-            continue
-        x = target
-        lam = _multipliers(h @ x + q, link, blocks)
-        worst = int(np.argmin(np.where(link, lam, np.inf)))
-        if not link.any() or lam[worst] >= -tol:
-            return np.maximum.accumulate(np.clip(x, lo, hi))
-        link[worst] = False
-    raise RuntimeError(
-        f"active-set solver for the monotone QP did not converge in {max_iter} "
-        "iterations (status: max_iter); try solver='cvxpy'"
-    )
+    y0 = None if x0 is None else np.asarray(x0, dtype=np.float64)
+    if not min_step > 0:
+        return _chain_active_set(h, q, lo, hi, y0, max_iter, 0.0)
+    gap = gap_step(lo, hi, d, min_step)
+    ramp = np.arange(d + 1.0)
+    ramp *= gap
+    tie_tol = 0.0
+    if y0 is not None:
+        y0 = y0 - ramp
+        # x0 = y + ramp rounded, minus the ramp again: the ties of y come back
+        # as slacks of a few ulps, and they are the warm start's active set
+        tie_tol = 8 * _EPS * max(abs(lo), abs(hi))
+    y = _chain_active_set(h, q + h @ ramp, lo, hi - ramp[-1], y0, max_iter, tie_tol)
+    return _add_ramp(y, ramp, hi, gap)
 
 
 def solve_monotone_qp_cvxpy(

@@ -24,7 +24,7 @@ from ._newton import (
     forget_optional_attributes,
     is_constant,
     least_loss_choice,
-    select_degree_one_step,
+    select_degree_by_steps,
     single_blas_thread,
 )
 from ._passes import RowPasses, lazy_source, summarise, weighted_quantiles
@@ -60,7 +60,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         ``(2, 3, 4, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)`` by ``n_folds``-fold
         cross-validated log loss (the least mean loss); a sequence gives the
         candidates yourself. Each candidate is fitted once on all the rows'
-        bins; with ``loss="log"`` a fold's fit is one Newton step from there
+        bins; with ``loss="log"`` a fold's fit is two Newton steps from there
         on the fold's training rows (exact for ``loss="squared"``).
     loss : {"log", "squared"}, default="log"
         ``"squared"``: least squares, coefficients in ``[0, 1]`` (seed 000).
@@ -282,7 +282,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
                 self.n_folds,
                 folds,
                 least_loss_choice,
-                select_degree_one_step,
+                select_degree_by_steps,
             )
         self.degree_ = int(degrees[index])
         if fold_losses is not None:

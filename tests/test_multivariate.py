@@ -165,8 +165,8 @@ def test_one_column_auto_picks_the_1d_degree():
     ours = MultivariateBernsteinCalibrator(loss="log").fit(s, y)
     ref = BernsteinCalibrator(loss="log", score_transform="quantile").fit(s[:, 0], y)
     assert ours.degrees_ == (ref.degree_,)
-    # the same folds; the tensor search fits every fold, the 1-D search takes one
-    # Newton step per fold from the fit on all of them (select_degree_one_step):
+    # the same folds; the tensor search fits every fold, the 1-D search takes two
+    # Newton steps per fold from the fit on all of them (select_degree_by_steps):
     # the validation losses agree to the step's error, far below their spread
     np.testing.assert_allclose(ours.cv_log_loss_, ref.cv_log_loss_, rtol=3e-4)
     assert np.ptp(ref.cv_log_loss_) > 10 * np.abs(ours.cv_log_loss_ - ref.cv_log_loss_).max()

@@ -1,0 +1,121 @@
+"""The 1-D degree search (``_newton.select_degree_by_steps``) against exact fold fits.
+
+The search fits each candidate once on all the folds' bins and takes each fold's fit
+as two Newton steps from there (issue 12: the search was 65 fits per candidate grid, 5 per
+degree). What it promises, checked on real scores (a model's decision values on the
+shared MAGIC data, GaussianNB's saturated probabilities on credit) and generated ones:
+
+* squared loss: each fold's fit is exact, so the validation losses equal those of a
+  fit of the fold's training bins from scratch;
+* log loss: the validation losses are within a fraction of the spread of the exact
+  fold fits' over the candidates, and the chosen degree is the same;
+* the final fit is the fit of the chosen degree, wherever its Newton start came from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _realdata import DEFAULT_DATA_DIR, DataMissing, load, split
+from scipy.special import expit
+from sklearn.linear_model import LogisticRegression
+from sklearn.naive_bayes import GaussianNB
+
+from bernonnx import BernsteinCalibrator
+from bernonnx._newton import (
+    AUTO_DEGREES,
+    CURVE,
+    FITS,
+    Points,
+    box,
+    fold_bins,
+    mean_log_loss,
+    points_from_sums,
+    predict,
+    select_degree_by_steps,
+)
+from bernonnx._qp import Chain
+from bernonnx._transforms import apply_transform
+
+
+def _real(name, model, method):
+    try:
+        X, y, categorical = load(name, DEFAULT_DATA_DIR)
+    except DataMissing as exc:  # pragma: no cover - the shared data are part of CI
+        pytest.skip(str(exc))
+    X = X.drop(columns=categorical).to_numpy(dtype=float)
+    X_tr, y_tr, X_cal, y_cal, _, _ = split(X, y)
+    s = getattr(model.fit(X_tr, y_tr), method)(X_cal)
+    return (s[:, 1] if s.ndim == 2 else s), (y_cal == np.unique(y_cal)[1]).astype(float)
+
+
+def _generated(n=6000, seed=3):
+    rng = np.random.default_rng(seed)
+    s = rng.standard_t(5, size=n)
+    return s, (rng.random(n) < expit(2.0 * s - 0.5)).astype(float)
+
+
+CASES = {
+    "magic-logistic": lambda: _real(
+        "magic", LogisticRegression(max_iter=500), "decision_function"
+    ),
+    "credit-naive-bayes": lambda: _real("credit", GaussianNB(), "predict_proba"),
+    "generated": _generated,
+}
+
+
+def _search_inputs(case, loss):
+    s, y = CASES[case]()
+    cal = BernsteinCalibrator(degree=4, loss=loss).fit(s, y)
+    params = {k: getattr(cal, k + "_") for k in ("shift", "scale", "scale_below")}
+    u, _ = apply_transform("logistic", s, params, with_v=False)
+    points = Points(u, 1.0 - u, y, np.ones_like(u))
+    lo, hi = box(loss, 15.0)
+    chains = [Chain((d + 1,), lo, hi, 1e-7) for d in AUTO_DEGREES]
+    return points, chains, fold_bins(points, 5)
+
+
+def _exact_fold_losses(sums, chains, loss):
+    """Every fold fitted from scratch on the other folds' bins (stacked, as the search)."""
+    wt, wu = sums
+    folds = [points_from_sums(wt[k], wu[k], True) for k in range(wt.shape[0])]
+    out = np.empty((len(folds), len(chains)))
+    for k, test in enumerate(folds):
+        others = [f for j, f in enumerate(folds) if j != k]
+        train = Points(*(np.concatenate([getattr(f, a) for f in others]) for a in "uvyw"))
+        for j, chain in enumerate(chains):
+            coef = FITS[loss](CURVE, train, chain)
+            out[k, j] = mean_log_loss(test.y, predict(CURVE, test.u, test.v, coef, loss), test.w)
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_squared_loss_fold_fits_are_exact(case):
+    points, chains, sums = _search_inputs(case, "squared")
+    ours, starts = select_degree_by_steps(CURVE, sums, chains, "squared")
+    np.testing.assert_allclose(ours, _exact_fold_losses(sums, chains, "squared"), rtol=1e-9)
+    assert [s.shape for s in starts] == [c.shape for c in chains]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_log_loss_one_step_is_close_to_the_fold_fits(case):
+    points, chains, sums = _search_inputs(case, "log")
+    ours, _ = select_degree_by_steps(CURVE, sums, chains, "log")
+    exact = _exact_fold_losses(sums, chains, "log")
+    mean_ours, mean_exact = ours.mean(axis=0), exact.mean(axis=0)
+    # Two steps are not the fold's own fit: the gap grows with the degree (on the
+    # generated case 2e-5 of the candidates' spread at degree 8, 4.5% at degree 50;
+    # one step left 11%); the choice is the same here, as in 71 of the quality
+    # study's 72 tuning fits.
+    assert np.abs(mean_ours - mean_exact).max() < 0.08 * np.ptp(mean_exact)
+    assert np.argmin(mean_ours) == np.argmin(mean_exact)
+
+
+def test_final_fit_does_not_depend_on_the_search_start():
+    s, y = _generated()
+    auto = BernsteinCalibrator(loss="log").fit(s, y)
+    fixed = BernsteinCalibrator(degree=auto.degree_, loss="log").fit(s, y)
+    grid = np.linspace(s.min(), s.max(), 2001)
+    np.testing.assert_allclose(
+        auto.predict_proba(grid), fixed.predict_proba(grid), rtol=0, atol=1e-7
+    )
