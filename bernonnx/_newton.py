@@ -174,19 +174,33 @@ def bin_sums(points: Points, n_bins: int, groups=None, n_groups: int = 1):
     cols = u.reshape(u.shape[0], -1)
     m_axes = cols.shape[1]
     per = cells_per_axis(n_bins, m_axes)
-    cell = np.zeros(u.shape[0], dtype=np.int64)
+    idx = np.zeros(u.shape[0], dtype=np.int64)
+    scaled = np.empty(u.shape[0])
     for m in range(m_axes):
-        cell = cell * per + np.minimum((cols[:, m] * per).astype(np.int64), per - 1)
+        idx *= per
+        np.multiply(cols[:, m], per, out=scaled)
+        idx += np.minimum(scaled, per - 1, out=scaled).astype(np.int64)  # floor: u >= 0
     size = 2 * per**m_axes
-    idx = 2 * cell + (y > 0.5)
+    idx *= 2
+    idx += y > 0.5
     if groups is not None:
         idx += size * np.asarray(groups, dtype=np.int64)
     total = size * n_groups
-    wt = np.bincount(idx, weights=w, minlength=total).reshape(n_groups, size)
+    # unit weights (no sample_weight): counts and sums of u, the same floats as
+    # sums of 1.0 and of 1.0 * u, without a weighted pass
+    unit = bool(np.all(w == 1.0))
+    if unit:
+        wt = np.bincount(idx, minlength=total).astype(np.float64)
+    else:
+        wt = np.bincount(idx, weights=w, minlength=total)
     wu = np.stack(
-        [np.bincount(idx, weights=w * cols[:, m], minlength=total) for m in range(m_axes)],
+        [
+            np.bincount(idx, weights=cols[:, m] if unit else w * cols[:, m], minlength=total)
+            for m in range(m_axes)
+        ],
         axis=-1,
     ).reshape(n_groups, size, m_axes)
+    return wt.reshape(n_groups, size), wu
     return wt, wu
 
 

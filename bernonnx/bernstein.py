@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import OneScoreMixin
-from ._bernstein import bernstein_eval_logistic
+from ._bernstein import logistic_eta_blocks
 from ._newton import (
     AUTO_DEGREES,
     CURVE,
@@ -23,7 +24,6 @@ from ._newton import (
     forget_optional_attributes,
     is_constant,
     least_loss_choice,
-    link,
     select_degree_by_steps,
     single_blas_thread,
 )
@@ -32,7 +32,7 @@ from ._qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._transforms import (
     apply_transform,
     fit_transform_params,
-    logistic_z,
+    logistic_neg_abs_z_into,
     rescale,
     score_exponent,
     transform_params,
@@ -290,14 +290,34 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
             self.cv_log_loss_ = fold_losses.mean(axis=0)
         return self
 
+    def predict_proba(self, X):
+        """Calibrated probabilities, shape ``(n_samples, 2)``; see Notes for the formula."""
+        return self._probabilities(X, pair=True)
+
     def _positive_proba(self, X):
+        return self._probabilities(X, pair=False)
+
+    def _probabilities(self, X, pair: bool):
+        """``p`` (shape ``(n,)``) or ``[1 - p, p]`` (``pair``), in the dtype of the scores."""
         check_is_fitted(self)
         s = predict_scores(self, X)
         params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}
         scaled = rescale(s, getattr(self, "score_exponent_", 0))
+        n = s.shape[0]
+        out = np.empty((n, 2) if pair else n, dtype=s.dtype)
+        p = out[:, 1] if pair else out
         if self.score_transform == "logistic":
-            # u^k v^(d-k) from exp(-|z|) alone: the same polynomial, one exp per score
-            eta = bernstein_eval_logistic(logistic_z(scaled, params), self.coef_)
+            # u^k v^(d-k) from exp(-|z|) alone: the same polynomial, one exp per score;
+            # z, the polynomial, the link and both columns block by block, in cache
+            def neg_abs_z_into(sl, lower, into, scratch):
+                logistic_neg_abs_z_into(scaled[sl], params, lower, into, scratch)
+
+            blocks = logistic_eta_blocks(n, self.coef_, neg_abs_z_into)
         else:
-            eta = CURVE.eta(*apply_transform(self.score_transform, scaled, params), self.coef_)
-        return link(eta, self.loss).astype(s.dtype, copy=False)
+            uv = apply_transform(self.score_transform, scaled, params)
+            blocks = [(slice(None), CURVE.eta(*uv, self.coef_))]
+        for sl, eta in blocks:
+            p[sl] = expit(eta, out=eta) if self.loss == "log" else np.clip(eta, 0, 1, out=eta)
+            if pair:
+                np.subtract(1, p[sl], out=out[sl, 0])
+        return out

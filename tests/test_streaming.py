@@ -34,7 +34,7 @@ from bernonnx import (
 )
 from bernonnx._newton import Points, fold_of
 from bernonnx._passes import ArraySource, Described, summarise, weighted_quantiles
-from bernonnx._stats import weighted_quantile
+from bernonnx._stats import order_statistics, weighted_quantile
 from bernonnx._transforms import apply_transform, rescale
 from bernonnx.stats import BernsteinStats, CalibrationStats, ScoreStats, stats_for
 
@@ -130,6 +130,25 @@ def test_radix_quantiles_are_exact_on_ties_and_extremes(values, weights, chunk):
     source = ArraySource(s, np.zeros(s.shape[0]), w, chunk_rows=chunk)
     got = weighted_quantiles(source, probs, _described(s, w))
     assert np.array_equal(got, weighted_quantile(s, w, probs))
+
+
+def test_order_statistics_from_brackets_are_exact():
+    # from 2^18 values the ranks are bracketed from a strided sample (every 4th value
+    # here); sorted, tied, periodic (period 4: the sample sees one value, the brackets
+    # miss and np.partition answers) and heavy-tailed data
+    rng = np.random.default_rng(0)
+    n = (1 << 18) + 123
+    s = rng.normal(size=n)
+    for x in (
+        s,
+        np.sort(s)[::-1],
+        np.round(s, 1),
+        np.tile(np.arange(4.0), n // 4 + 1)[:n],
+        rng.standard_cauchy(n) * 1e300,
+        np.where(s > 0, 1.0, 0.0),
+    ):
+        ranks = np.array([0, 5, n // 10, n // 2, 9 * n // 10, n - 2, n - 1])
+        assert np.array_equal(order_statistics(x, ranks), np.sort(x)[ranks])
 
 
 # ---------------------------------------------------------------- fits from passes
