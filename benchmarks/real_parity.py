@@ -39,7 +39,7 @@ Run::
 ``--data`` defaults to ``../shared/data`` beside the checkout (in a ``git worktree``,
 beside the main checkout; ``$BERNONNX_SHARED_DATA`` overrides).
 
-Measured here (one thread, 2 cores shared with other jobs): full run 6.5 min, quick run
+Measured here (one thread, 2 cores shared with other jobs): full run 6.5 to 7.0 min, quick run
 0.7 to 1.1 min. The report also goes to a ``.csv`` beside ``--out``, one row per cell, for
 diffing two runs.
 """
