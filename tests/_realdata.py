@@ -218,6 +218,20 @@ def split(X, y):
     return X_train, y_train, X_cal, y_cal, X_test, y_test
 
 
+def calibration_scores(name: str, model, method: str, data_dir=None):
+    """A base model's scores on a shared data set's calibration rows, and their labels.
+
+    The numeric columns only; ``model`` fitted on the training rows (:func:`split`),
+    ``method`` its scoring method, the positive class's column of a probability matrix.
+    Raises :class:`DataMissing` without the data.
+    """
+    X, y, categorical = load(name, DEFAULT_DATA_DIR if data_dir is None else data_dir)
+    X = X.drop(columns=categorical).to_numpy(dtype=float)
+    X_tr, y_tr, X_cal, y_cal, _, _ = split(X, y)
+    s = getattr(model.fit(X_tr, y_tr), method)(X_cal)
+    return (s[:, 1] if s.ndim == 2 else s), y_cal
+
+
 # --------------------------------------------------------------------------- pipelines
 
 PREPROCESSING = ("standard", "minmax", "robust", "impute")

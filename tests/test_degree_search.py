@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _realdata import DEFAULT_DATA_DIR, DataMissing, load, split
+from _realdata import DataMissing, calibration_scores
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
@@ -40,13 +40,10 @@ from bernonnx._transforms import apply_transform
 
 def _real(name, model, method):
     try:
-        X, y, categorical = load(name, DEFAULT_DATA_DIR)
+        s, y = calibration_scores(name, model, method)
     except DataMissing as exc:  # pragma: no cover - the shared data are part of CI
         pytest.skip(str(exc))
-    X = X.drop(columns=categorical).to_numpy(dtype=float)
-    X_tr, y_tr, X_cal, y_cal, _, _ = split(X, y)
-    s = getattr(model.fit(X_tr, y_tr), method)(X_cal)
-    return (s[:, 1] if s.ndim == 2 else s), (y_cal == np.unique(y_cal)[1]).astype(float)
+    return s, (y == np.unique(y)[1]).astype(float)
 
 
 def _generated(n=6000, seed=3):

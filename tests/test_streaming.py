@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _realdata import DEFAULT_DATA_DIR, DataMissing, load, split
+from _realdata import DataMissing, calibration_scores
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit
@@ -50,13 +50,10 @@ def real_scores():
         ("credit", GaussianNB(), "predict_proba"),
     ]:
         try:
-            X, y, categorical = load(name, DEFAULT_DATA_DIR)
+            s, y_cal = calibration_scores(name, model, method)
         except DataMissing as exc:  # pragma: no cover - the shared data are part of CI
             pytest.skip(str(exc))
-        X = X.drop(columns=categorical).to_numpy(dtype=float)
-        X_tr, y_tr, X_cal, y_cal, _, _ = split(X, y)
-        s = getattr(model.fit(X_tr, y_tr), method)(X_cal)
-        out.append((name, s[:, 1] if s.ndim == 2 else s, y_cal))
+        out.append((name, s, y_cal))
     return out
 
 
