@@ -201,7 +201,6 @@ def bin_sums(points: Points, n_bins: int, groups=None, n_groups: int = 1):
         axis=-1,
     ).reshape(n_groups, size, m_axes)
     return wt.reshape(n_groups, size), wu
-    return wt, wu
 
 
 def coarsen(wt: np.ndarray, wu: np.ndarray, factor: int):
@@ -363,7 +362,7 @@ def is_constant(points) -> bool:
 
 
 def base_rate(points) -> float:
-    """Weighted mean label of the points (or of the rows of a ``_passes.RowPasses``)."""
+    """Weighted mean label of the points (or the ``rate`` of a ``RowPasses``, a ``_FoldStack``)."""
     if not isinstance(points, Points):
         return points.rate
     return float(np.average(points.y, weights=points.w))
@@ -426,9 +425,13 @@ def newton(
     return x
 
 
-def fit_log(
-    basis: Basis, points: Points, feasible: FeasibleSet, x0=None, tol: float = NEWTON_TOL
-) -> np.ndarray:
+def cold_start(points, feasible: FeasibleSet) -> np.ndarray:
+    """Flat start of a log-loss fit: every coefficient the log-odds of the base rate."""
+    rate = np.clip(base_rate(points), _RATE_CLIP, 1 - _RATE_CLIP)
+    return np.full(feasible.shape, np.clip(logit(rate), feasible.lo, feasible.hi))
+
+
+def fit_log(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) -> np.ndarray:
     """Log-loss coefficients (shape ``feasible.shape``), warm-started at ``x0``.
 
     Above :data:`COMPRESS_ABOVE` points, the steps are taken on bins first
@@ -436,24 +439,19 @@ def fit_log(
     warm start is near the optimum already), then polished on the points.
     """
     cold = x0 is None
-    if cold:
-        rate = np.clip(base_rate(points), _RATE_CLIP, 1 - _RATE_CLIP)
-        x0 = np.full(feasible.shape, np.clip(logit(rate), feasible.lo, feasible.hi))
-    x0 = np.ravel(x0)
+    x0 = np.ravel(cold_start(points, feasible) if cold else x0)
     bins = None
     if len(points) > COMPRESS_ABOVE:
         bins = compress(points, FIT_BINS) if isinstance(points, Points) else points.bins(FIT_BINS)
         if cold:
             # coarse bins first: most steps of a cold start are taken on few points
-            x0 = newton(basis, compress(bins, COARSE_BINS), feasible, x0, tol=tol)
-        x0 = newton(basis, bins, feasible, x0, tol=tol)
-    return newton(basis, points, feasible, x0, curvature=bins, tol=tol).reshape(feasible.shape)
+            x0 = newton(basis, compress(bins, COARSE_BINS), feasible, x0)
+        x0 = newton(basis, bins, feasible, x0)
+    return newton(basis, points, feasible, x0, curvature=bins).reshape(feasible.shape)
 
 
-def fit_squared(
-    basis: Basis, points: Points, feasible: FeasibleSet, x0=None, tol: float = NEWTON_TOL
-) -> np.ndarray:
-    """Least-squares coefficients (shape ``feasible.shape``): one QP (exact; ``tol`` unused)."""
+def fit_squared(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) -> np.ndarray:
+    """Least-squares coefficients (shape ``feasible.shape``): one QP."""
     gram, rhs = basis.squared_terms(points, feasible.shape)
     x0 = None if x0 is None else np.ravel(x0)
     return feasible.qp(2.0 * gram, -2.0 * rhs, x0=x0).reshape(feasible.shape)
@@ -688,8 +686,7 @@ def select_degree_by_steps(basis, sums, feasible_sets, loss, one_score=True):
             x = feasible.qp(2.0 * gram, -2.0 * rhs).ravel()
         else:
             if coef is None:
-                rate = np.clip(stack.rate, _RATE_CLIP, 1 - _RATE_CLIP)
-                x0 = np.full(feasible.shape, np.clip(logit(rate), feasible.lo, feasible.hi))
+                x0 = cold_start(stack, feasible)
             else:
                 x0 = basis.elevate(coef, feasible.shape)
             x = newton(basis, stack, feasible, x0, tol=SELECT_TOL)
