@@ -215,9 +215,10 @@ def gap_step(lo: float, hi: float, degree: int, min_step: float) -> float:
 def project_monotone(x: np.ndarray, lo: float, hi: float, min_step: float = 0.0) -> np.ndarray:
     """A feasible point near ``x``: ``x_0 >= lo``, increments ``>= gap``, ``x_d <= hi``."""
     d = x.shape[0] - 1
-    ramp = gap_step(lo, hi, d, min_step) * np.arange(d + 1)
+    gap = gap_step(lo, hi, d, min_step)
+    ramp = gap * np.arange(d + 1)
     y = np.maximum.accumulate(np.clip(np.asarray(x, dtype=np.float64) - ramp, lo, hi - ramp[-1]))
-    return y + ramp
+    return _add_ramp(y, ramp, hi, gap)  # exactly feasible, as the QP's solutions
 
 
 def solve_monotone_qp(
