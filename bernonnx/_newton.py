@@ -375,6 +375,7 @@ def newton(
     x0: np.ndarray,
     curvature: Points | None = None,
     tol: float = NEWTON_TOL,
+    finish: bool = False,
 ) -> np.ndarray:
     """Projected Newton (SQP) for the log loss over the feasible set; returns flat ``x``.
 
@@ -386,7 +387,8 @@ def newton(
     the cost of a 1-D fit. Shorter trial steps evaluate the loss alone; the
     one accepted gets its gradient and Hessian then. Stops when the predicted
     decrease is below ``tol`` of the loss, when no step decreases it
-    within rounding, or after ``NEWTON_MAX_ITER`` steps.
+    within rounding, or after ``NEWTON_MAX_ITER`` steps. With ``finish``, the
+    step whose predicted decrease met the tolerance is taken too.
 
     ``curvature`` (the bins of ``points``, of the same total weight) supplies
     the Hessian instead of ``points``: the steps then solve the exact
@@ -410,6 +412,12 @@ def newton(
         step = feasible.qp(h, g - h @ x, x0=x) - x
         decrease = -float(g @ step)
         if decrease <= tol * max(f, 1e-300):
+            if finish:
+                # the step is computed: take it, so that where the loss is flat the fit
+                # does not stop wherever its path entered the tolerance (its change of
+                # the loss is below the tolerance; testing its sign would flip with
+                # the rounding of the rows' sums, from one engine to another)
+                x = feasible.project(x + step)
             break
         trial = feasible.project(x + step)
         new = terms(trial)
@@ -447,7 +455,8 @@ def fit_log(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) -> np.
             # coarse bins first: most steps of a cold start are taken on few points
             x0 = newton(basis, compress(bins, COARSE_BINS), feasible, x0)
         x0 = newton(basis, bins, feasible, x0)
-    return newton(basis, points, feasible, x0, curvature=bins).reshape(feasible.shape)
+    x = newton(basis, points, feasible, x0, curvature=bins, finish=True)
+    return x.reshape(feasible.shape)
 
 
 def fit_squared(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) -> np.ndarray:

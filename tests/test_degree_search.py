@@ -108,11 +108,15 @@ def test_log_loss_one_step_is_close_to_the_fold_fits(case):
     assert np.argmin(mean_ours) == np.argmin(mean_exact)
 
 
-def test_final_fit_does_not_depend_on_the_search_start():
-    s, y = _generated()
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_final_fit_does_not_depend_on_the_search_start(case):
+    # the final Newton pass takes the step that meets its tolerance: where the loss is
+    # flat, a cold fit and the one warm-started by the search stopped where each path
+    # entered the tolerance, 1.3e-8 apart in probability on MAGIC (now 1.3e-15)
+    s, y = CASES[case]()
     auto = BernsteinCalibrator(loss="log").fit(s, y)
     fixed = BernsteinCalibrator(degree=auto.degree_, loss="log").fit(s, y)
     grid = np.linspace(s.min(), s.max(), 2001)
     np.testing.assert_allclose(
-        auto.predict_proba(grid), fixed.predict_proba(grid), rtol=0, atol=1e-7
+        auto.predict_proba(grid), fixed.predict_proba(grid), rtol=0, atol=1e-10
     )
