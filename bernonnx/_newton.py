@@ -58,6 +58,10 @@ COMPRESS_ABOVE = 1 << 15
 #: Bins of that first solve.
 FIT_BINS = 1 << 14
 COARSE_BINS = 1 << 10
+#: From this many rows up to ``COMPRESS_ABOVE``, a cold log-loss fit takes its first
+#: steps on ``COARSE_BINS`` bins, then polishes on the rows: on the 12,330 rows of a
+#: real data set at degree 20, its 11 steps on the rows took 22 ms (isotonic: 2.5 ms).
+COARSE_ABOVE = 1 << 12
 #: Bins of each fold in the degree search, one score. A bin keeps its points'
 #: weight and mean, so the fold losses move by the square of the bin width: at
 #: 256 against 4,096 bins, by at most 5e-5 relative in the quality study's 144
@@ -445,16 +449,26 @@ def fit_log(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) -> np.
     Above :data:`COMPRESS_ABOVE` points, the steps are taken on bins first
     (:data:`COARSE_BINS` then :data:`FIT_BINS`; without ``x0`` only, since a
     warm start is near the optimum already), then polished on the points.
+    From :data:`COARSE_ABOVE` points up to :data:`COMPRESS_ABOVE`, a cold start
+    takes its first steps on :data:`COARSE_BINS` bins.
     """
     cold = x0 is None
     x0 = np.ravel(cold_start(points, feasible) if cold else x0)
+
+    def binned(n_bins):
+        return compress(points, n_bins) if isinstance(points, Points) else points.bins(n_bins)
+
     bins = None
     if len(points) > COMPRESS_ABOVE:
-        bins = compress(points, FIT_BINS) if isinstance(points, Points) else points.bins(FIT_BINS)
+        bins = binned(FIT_BINS)
         if cold:
             # coarse bins first: most steps of a cold start are taken on few points
             x0 = newton(basis, compress(bins, COARSE_BINS), feasible, x0)
         x0 = newton(basis, bins, feasible, x0)
+    elif cold and len(points) > COARSE_ABOVE:
+        # the polish below keeps the rows' own Hessian (with that of the bins, it
+        # stopped up to 3e-7 away in probability from the fit the search warm-starts)
+        x0 = newton(basis, binned(COARSE_BINS), feasible, x0)
     x = newton(basis, points, feasible, x0, curvature=bins, finish=True)
     return x.reshape(feasible.shape)
 
