@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bernonnx._newton import SELECT_BINS
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import HERE, fmt_ratio, git_revision, load_average, machine, md_table, now  # noqa: E402
 
@@ -331,9 +333,10 @@ def _cluster_paragraph(rows, stream, per_pass, dask) -> str:
         "embarrassingly parallel: on W workers each reads 1/W of the row groups and "
         "returns a summary whose size does not depend on the rows (1 + (d + 1) + (d + 1)^2 "
         f"sums for a Newton step, {1 + (d + 1) + (d + 1) ** 2:,} at the chosen degree {d}; "
-        "2^16 buckets per pending quantile for the radix passes, 2^14 "
-        "bins per fold for the degree search). The driver's work per pass is O(bins), "
-        "not O(rows): adding W summaries and one small QP; measured here, the fit spent "
+        "2^16 buckets per pending quantile for the radix passes, "
+        f"{SELECT_BINS:,} bins per fold and class for the degree search). The driver's "
+        "work per pass is O(bins), not O(rows): adding W summaries and one small QP; "
+        "measured here, the fit spent "
         f"{driver:.1f} s of {stream['seconds']:.0f} s between passes. On paper, a pass on W "
         f"workers costs about {per_pass:.1f} s / W plus the engine's per-pass latency "
         "(scheduling, collecting the summaries), so at 1e10 rows "
