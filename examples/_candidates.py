@@ -313,3 +313,43 @@ class LinearPlusBernstein:
     def predict_proba(self, s):
         p = expit(self._eta(s, self.degree_, self.coef_))
         return np.stack([1.0 - p, p], axis=1)
+
+
+class PlattOrBernstein:
+    """``BernsteinCalibrator()`` or Platt scaling, whichever has the lower 5-fold CV log loss.
+
+    A cross-validated choice between the two families (issue 12's "cross-validated
+    choice between families"): Platt's CV log loss on the folds of the Bernstein
+    degree search (``fold_of``, a hash of the row's position), against the least
+    mean CV log loss of the Bernstein candidates (``cv_log_loss_``; that minimum
+    over 13 degrees is biased low, which favours the default). ``degree_`` is the
+    Bernstein degree, or 0 when Platt is chosen.
+    """
+
+    def __init__(self, n_folds: int = 5):
+        self.n_folds = n_folds
+
+    def fit(self, s, y, sample_weight=None):
+        from bernonnx import BernsteinCalibrator, PlattCalibrator
+        from bernonnx._newton import fold_of
+
+        s, y = np.asarray(s, dtype=float), np.asarray(y)
+        bernstein = BernsteinCalibrator(n_folds=self.n_folds).fit(s, y)
+        positive = y == bernstein.classes_[1]
+        folds = fold_of(0, s.shape[0], self.n_folds)
+        losses = []
+        for k in range(self.n_folds):
+            train, held = folds != k, folds == k
+            p = PlattCalibrator().fit(s[train], y[train]).predict_proba(s[held])[:, 1]
+            p = np.clip(p, 1e-15, 1 - 1e-15)
+            losses.append(-np.mean(np.where(positive[held], np.log(p), np.log1p(-p))))
+        self.platt_cv_log_loss_ = float(np.mean(losses))
+        self.bernstein_cv_log_loss_ = float(np.min(bernstein.cv_log_loss_))
+        if self.platt_cv_log_loss_ < self.bernstein_cv_log_loss_:
+            self.chosen_, self.degree_ = PlattCalibrator().fit(s, y), 0
+        else:
+            self.chosen_, self.degree_ = bernstein, bernstein.degree_
+        return self
+
+    def predict_proba(self, s):
+        return self.chosen_.predict_proba(np.asarray(s, dtype=float))

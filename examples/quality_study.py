@@ -43,6 +43,8 @@ Calibrators compared (all fitted on the same scores, see ``_candidates.py``):
 * ``linear+bern+lp``: the same on the non-saturating log-odds.
 * ``linear+bern+lp-min``: the same, the degree of least CV log loss (no
   one-standard-error rule).
+* ``platt-or-default``: ``PlattOrBernstein()``: the default or ``PlattCalibrator()``
+  on the same scores, whichever has the lower 5-fold CV log loss (degree 0: Platt).
 
 Data: diabetes is a stratified subsample of ``--max-rows`` (default 40,000)
 rows per seed; the others are used whole. Features: numeric columns
@@ -86,7 +88,7 @@ from bernonnx import BernsteinCalibrator, CalibratedClassifier, PlattCalibrator,
 from bernonnx._meta import response_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _candidates import AffineBernstein, LinearPlusBernstein  # noqa: E402
+from _candidates import AffineBernstein, LinearPlusBernstein, PlattOrBernstein  # noqa: E402
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -252,6 +254,7 @@ CANDIDATES = {
     "linear+bern": ("s", LinearPlusBernstein),
     "linear+bern+lp": ("lp", LinearPlusBernstein),
     "linear+bern+lp-min": ("lp", partial(LinearPlusBernstein, rule="min")),
+    "platt-or-default": ("lp", PlattOrBernstein),
 }
 #: What ``--candidates`` runs by default (the others are slower and lost on seeds 0-2).
 DEFAULT_CANDIDATES = ("default", "previous", "platt", "linear+bern+lp", "linear+bern+lp-min")
