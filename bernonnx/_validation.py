@@ -57,6 +57,12 @@ def check_int_grid(values, name: str, low: int, high: int) -> list[int]:
 
 
 def _finite_or_raise(values: np.ndarray, name: str) -> None:
+    # one reduction, no temporary: a NaN or inf anywhere makes the sum non-finite (a
+    # finite sum that overflows only sends us to the exact test below)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(values, axis=None)
+    if np.isfinite(total):
+        return
     bad = ~np.isfinite(values)
     if bad.any():
         kind = "NaN" if np.isnan(values).any() else "inf"
@@ -200,8 +206,27 @@ def labelled_rows(estimator, arr: np.ndarray, y, sample_weight):
 
 
 def predict_scores(estimator, X) -> np.ndarray:
-    """The checked 1-D scores of a fitted one-score calibrator (input dtype kept)."""
+    """The checked 1-D scores of a fitted one-score calibrator (input dtype kept).
+
+    A plain float64 or float32 ndarray of shape ``(n,)`` or ``(n, 1)``, ``n > 0``, for
+    an estimator fitted without feature names, is what ``validate_data`` would return
+    unchanged: it is used as it is, without the 0.09 ms that call costs (most of a
+    small batch's prediction time). Anything else goes through ``validate_data``.
+    """
+    if (
+        type(X) is np.ndarray
+        and X.dtype in _FLOAT_DTYPES
+        and X.shape[:1] != (0,)
+        and (X.ndim == 1 or (X.ndim == 2 and X.shape[1] == 1))
+        and getattr(estimator, "n_features_in_", None) == 1
+        and not hasattr(estimator, "feature_names_in_")
+    ):
+        _finite_or_raise(X, "scores")
+        return X if X.ndim == 1 else X[:, 0]
     return single_score(estimator, check_scores(estimator, X, reset=False)[0])
+
+
+_FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 # ----------------------------------------------------------------- plain-array arguments

@@ -14,7 +14,11 @@ makes sense (named in brackets).
 
 import inspect
 
+import numpy as np
+import pandas as pd
+import pytest
 import sklearn.base
+from _realdata import DataMissing, calibration_scores
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -202,3 +206,43 @@ def test_every_public_estimator_is_checked():
         and issubclass(obj, sklearn.base.BaseEstimator)
     }
     assert public == {type(estimator) for estimator in ESTIMATORS}
+
+
+#: one-score calibrators whose predict reads scores through ``predict_scores``
+ONE_SCORE = [
+    BernsteinCalibrator(degree=8),
+    BernsteinCalibrator(degree=8, loss="squared", score_transform="quantile"),
+    PlattCalibrator(),
+    bernonnx.IsotonicCalibrator(),
+    HistogramCalibrator(),
+    bernonnx.PlattHistogramCalibrator(),
+]
+
+
+@pytest.mark.parametrize("calibrator", ONE_SCORE, ids=repr)
+def test_plain_arrays_skip_validation_with_the_same_result(calibrator):
+    # predict_scores takes a plain float ndarray as it is, without validate_data: the
+    # same probabilities, bit for bit, as inputs that go through it, the same errors,
+    # and scikit-learn's feature-name warning where the fit saw names
+    try:
+        s, y = calibration_scores("magic", LogisticRegression(max_iter=500), "decision_function")
+    except DataMissing as exc:  # pragma: no cover - the shared data are part of CI
+        pytest.skip(str(exc))
+    cal = sklearn.base.clone(calibrator).fit(s, y)
+    fast = cal.predict_proba(s)
+    np.testing.assert_array_equal(fast, cal.predict_proba(s.tolist()))
+    np.testing.assert_array_equal(fast, cal.predict_proba(s[:, None]))
+    np.testing.assert_array_equal(fast, cal.predict_proba(pd.Series(s)))
+    s32 = s.astype(np.float32)
+    np.testing.assert_array_equal(cal.predict_proba(s32), cal.predict_proba(pd.Series(s32)))
+    assert cal.predict_proba(s32).dtype == np.float32
+    bad = s.copy()
+    bad[7] = np.nan
+    for scores in (bad, bad.tolist()):
+        with pytest.raises(ValueError, match="scores contains NaN"):
+            cal.predict_proba(scores)
+    with pytest.raises(ValueError, match="0 sample"):
+        cal.predict_proba(s[:0])
+    named = sklearn.base.clone(calibrator).fit(pd.DataFrame({"score": s}), y)
+    with pytest.warns(UserWarning, match="valid feature names"):
+        named.predict_proba(s)
