@@ -485,9 +485,10 @@ def fit_squared(basis: Basis, points: Points, feasible: FeasibleSet, x0=None) ->
 FITS = {"log": fit_log, "squared": fit_squared}
 
 
-def link(eta: np.ndarray, loss: str) -> np.ndarray:
-    """Probability of the positive class: ``expit(eta)`` (log) or ``clip(eta, 0, 1)``."""
-    return expit(eta) if loss == "log" else np.clip(eta, 0.0, 1.0)
+def link(eta: np.ndarray, loss: str, out: np.ndarray | None = None) -> np.ndarray:
+    """Probability of the positive class: ``expit(eta)`` (log) or ``clip(eta, 0, 1)``;
+    into ``out`` if given (``out=eta`` overwrites the polynomial)."""
+    return expit(eta, out=out) if loss == "log" else np.clip(eta, 0.0, 1.0, out=out)
 
 
 def predict(basis: Basis, u: np.ndarray, v: np.ndarray, coef: np.ndarray, loss: str):

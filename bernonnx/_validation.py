@@ -216,8 +216,8 @@ def predict_scores(estimator, X) -> np.ndarray:
     if (
         type(X) is np.ndarray
         and X.dtype in _FLOAT_DTYPES
-        and X.shape[:1] != (0,)
         and (X.ndim == 1 or (X.ndim == 2 and X.shape[1] == 1))
+        and X.shape[0] > 0
         and getattr(estimator, "n_features_in_", None) == 1
         and not hasattr(estimator, "feature_names_in_")
     ):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -24,6 +23,7 @@ from ._newton import (
     forget_optional_attributes,
     is_constant,
     least_loss_choice,
+    link,
     select_degree_by_steps,
     single_blas_thread,
 )
@@ -317,7 +317,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
             uv = apply_transform(self.score_transform, scaled, params)
             blocks = [(slice(None), CURVE.eta(*uv, self.coef_))]
         for sl, eta in blocks:
-            p[sl] = expit(eta, out=eta) if self.loss == "log" else np.clip(eta, 0, 1, out=eta)
+            p[sl] = link(eta, self.loss, out=eta)
             if pair:
                 np.subtract(1, p[sl], out=out[sl, 0])
         return out
