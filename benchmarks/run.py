@@ -326,13 +326,7 @@ def table_fit_vs_isotonic(cfg: Config, rep: Report) -> None:
     n = cfg.fit_n
     s, y = make_data(n)
     progress(f"fit vs isotonic n={n:.0e}")
-    # in alternation, as section 4: runs timed apart gave isotonic 246 to 411 ms on
-    # this shared machine, and the ratio moved with it
-    iso, *times = interleaved_medians(
-        [lambda: isotonic().fit(s, y)]
-        + [lambda loss=loss: ours(loss).fit(s, y) for loss in LOSSES],
-        cfg.repeat,
-    )
+    iso, times = fit_vs_isotonic(s, y, cfg.repeat)
     rows = []
     for loss, t in zip(LOSSES, times, strict=True):
         result = rep.check(f"1. fit time vs isotonic, loss={loss}", t <= VS_ISOTONIC * iso)
@@ -444,15 +438,8 @@ def table_memory(cfg: Config, rep: Report) -> None:
 def table_predict(cfg: Config, rep: Report) -> None:
     n = cfg.fit_n
     s, y = make_data(n)
-    iso_model = isotonic().fit(s, y)
-    models = [ours(loss).fit(s, y) for loss in LOSSES]
     progress(f"predict n={n:.0e}")
-    # in alternation: isotonic's predict reads memory, ours computes exps, and a busy
-    # sibling core slows the two unequally (ratios 0.45-0.68 in runs timed apart)
-    iso, *ours_times = interleaved_medians(
-        [lambda: iso_model.predict(s)] + [lambda m=m: m.predict_proba(s) for m in models],
-        cfg.repeat,
-    )
+    iso, ours_times = predict_vs_isotonic(s, y, cfg.repeat)
     rows = []
     for loss, t in zip(LOSSES, ours_times, strict=True):
         ok = t <= VS_ISOTONIC * iso
@@ -536,6 +523,36 @@ def interleaved_medians(fns: Sequence[Callable[[], object]], repeat: int) -> lis
             fn()
             out.append(time.perf_counter() - start)
     return [float(np.median(t)) for t in times]
+
+
+def fit_vs_isotonic(s: np.ndarray, y: np.ndarray, repeat: int) -> tuple[float, list[float]]:
+    """Median times of ``IsotonicRegression.fit`` and of our degree-20 fit per loss.
+
+    In alternation: runs timed apart gave isotonic 246 to 411 ms at n = 1e6 on this
+    shared machine, and the ratio moved with it.
+    """
+    iso, *times = interleaved_medians(
+        [lambda: isotonic().fit(s, y)]
+        + [lambda loss=loss: ours(loss).fit(s, y) for loss in LOSSES],
+        repeat,
+    )
+    return iso, times
+
+
+def predict_vs_isotonic(s: np.ndarray, y: np.ndarray, repeat: int) -> tuple[float, list[float]]:
+    """Median times of ``IsotonicRegression.predict`` and of our ``predict_proba`` per loss
+    on every score, both fitted on ``s, y``.
+
+    In alternation: isotonic's predict reads memory, ours computes exps, and a busy
+    sibling core slows the two unequally (ratios 0.45-0.68 in runs timed apart).
+    """
+    iso_model = isotonic().fit(s, y)
+    models = [ours(loss).fit(s, y) for loss in LOSSES]
+    iso, *times = interleaved_medians(
+        [lambda: iso_model.predict(s)] + [lambda m=m: m.predict_proba(s) for m in models],
+        repeat,
+    )
+    return iso, times
 
 
 def auto_vs_logistic(n: int, repeat: int) -> tuple[float, list[float], list]:
@@ -689,19 +706,8 @@ def real_scores(name: str) -> tuple[np.ndarray, np.ndarray] | None:
 def real_timings(s: np.ndarray, y: np.ndarray, repeat: int) -> dict:
     """Section 8's medians on one data set's scores, each against its competitor."""
     column = s[:, None]
-    # fit (degree 20) vs isotonic, in alternation as section 1
-    iso_fit, *fits = interleaved_medians(
-        [lambda: isotonic().fit(s, y)]
-        + [lambda loss=loss: ours(loss).fit(s, y) for loss in LOSSES],
-        repeat,
-    )
-    # predict_proba on every row vs isotonic's predict, as section 4
-    iso = isotonic().fit(s, y)
-    models = [ours(loss).fit(s, y) for loss in LOSSES]
-    iso_predict, *predicts = interleaved_medians(
-        [lambda: iso.predict(s)] + [lambda m=m: m.predict_proba(s) for m in models],
-        repeat,
-    )
+    iso_fit, fits = fit_vs_isotonic(s, y, repeat)
+    iso_predict, predicts = predict_vs_isotonic(s, y, repeat)
     # degree="auto" vs a LogisticRegression fit, as section 6; and one fit at the
     # chosen degree (no search): what the final fit alone costs
     chosen = [ours(loss, "auto").fit(s, y).degree_ for loss in LOSSES]
