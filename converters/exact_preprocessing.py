@@ -120,7 +120,7 @@ def convert_exact_scaler(scope, operator, container):
     _finish_transformer(g, operator, x, elem)
 
 
-def _imputer_is_simple(model) -> bool:
+def imputer_is_simple(model) -> bool:
     statistics = np.asarray(model.statistics_)
     return (
         isinstance(model.missing_values, float)
@@ -135,7 +135,7 @@ def convert_exact_imputer(scope, operator, container):
     """``X[isnan(X)] = statistics_`` (float32 data get the statistics rounded to
     nearest, as numpy's assignment rounds); anything else goes to skl2onnx."""
     model = operator.raw_operator
-    if not _imputer_is_simple(model) or operator.inputs[0].type.__class__.__name__.startswith(
+    if not imputer_is_simple(model) or operator.inputs[0].type.__class__.__name__.startswith(
         ("Int", "String")
     ):
         from skl2onnx.common._registration import get_converter

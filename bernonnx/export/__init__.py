@@ -12,23 +12,24 @@
 ['label', 'probabilities']
 >>> report = check_parity(clf, onx, X)
 >>> report["passed"], report["tolerance"], report["n_above"], report["labels_equal"]
-(True, 1e-06, 0, True)
+(True, 1e-09, 0, True)
 
-Python runs on ``X`` as given (float64 here) and only the graph's feed is cast to
-float32, so the report measures what a float32 server would return.
+The graph's input type follows the data (float64 here). Python runs on ``X`` as given
+and only the graph's feed is cast to the graph's declared input types, so the report
+measures what a server fed those types would return.
 
-``convert`` writes the graph (:func:`to_onnx`, its dtype choice and float32 guard),
+``convert`` writes the graph (:func:`to_onnx`: its dtype, its inputs, what it refuses),
 ``parity`` checks it (:func:`check_parity`, :class:`ParityReport`, :func:`format_parity`);
 both feed the graph through ``_inputs`` (:func:`onnx_inputs`).
 """
 
 from ._inputs import onnx_inputs
-from .convert import DEFAULT_OPSET, FLOAT32_INPUT_TOLERANCE, float32_input_loss, to_onnx
+from .convert import DEFAULT_OPSET, InexactExportWarning, float32_input_loss, to_onnx
 from .parity import PARITY_TOLERANCE, ParityReport, check_parity, format_parity
 
 __all__ = [
     "DEFAULT_OPSET",
-    "FLOAT32_INPUT_TOLERANCE",
+    "InexactExportWarning",
     "PARITY_TOLERANCE",
     "ParityReport",
     "check_parity",

@@ -1,36 +1,179 @@
-"""What the ONNX graph is fed: ``X`` cast to the graph's inputs, and its numeric part."""
+"""What the ONNX graph is fed, and how ``X_sample`` decides the graph's inputs.
+
+Three input layouts, chosen by :func:`input_layout` from the model and ``X_sample``:
+
+``"array"``
+    One tensor ``X`` of shape (N, n_features): numpy arrays, lists, and scores for a
+    calibrator on its own.
+``"columns"``
+    One (N, 1) tensor per DataFrame column, named after it: a DataFrame whose every
+    base model starts with a ``ColumnTransformer`` (it routes the columns by name, and
+    string columns need their own string input).
+``"frame"``
+    One tensor ``X`` whose columns are the DataFrame's, in the order of the metadata
+    entry ``input_columns``: a numeric DataFrame into a plain Pipeline or a bare model,
+    which scikit-learn turns into one array (``np.asarray(frame)``) before it computes.
+
+Numeric columns (int, float, bool and pandas' nullable ``Int64``, ``Float64`` and
+``boolean``, missing values as NaN) are fed as floats; string and categorical columns
+as strings.
+"""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
+from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
+
+__all__ = ["input_layout", "onnx_inputs"]
+
+#: metadata key holding the DataFrame column order of a ``"frame"`` layout graph
+INPUT_COLUMNS = "input_columns"
+
+_NUMPY_OF_ONNX = {
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.DOUBLE: np.float64,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.BOOL: np.bool_,
+    onnx.TensorProto.STRING: object,
+}
 
 
 def _final_estimator(model):
     return model.steps[-1][1] if isinstance(model, Pipeline) else model
 
 
+def _is_frame(X) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "dtypes")
+
+
+def is_numeric_column(series) -> bool:
+    """bool, int, float (nullable ones too), or a categorical of numbers."""
+    dtype = series.dtype
+    if getattr(dtype, "name", "") == "category":
+        return np.dtype(getattr(dtype.categories, "dtype", object)).kind in "biuf"
+    try:
+        return np.dtype(getattr(dtype, "numpy_dtype", dtype)).kind in "biuf"
+    except TypeError:  # an extension type without a numpy equivalent (strings)
+        return False
+
+
 def _numeric_columns(X) -> list:
-    """The names of a DataFrame's numeric (bool, int, float) columns."""
-    return [c for c in X.columns if X[c].dtype.kind in "biuf"]
+    """The names of a DataFrame's numeric columns (:func:`is_numeric_column`)."""
+    return [c for c in X.columns if is_numeric_column(X[c])]
+
+
+def column_values(series, dtype) -> np.ndarray:
+    """A DataFrame column as a numpy array: numeric at ``dtype`` (missing values NaN),
+    anything else as Python strings."""
+    if is_numeric_column(series):
+        if getattr(series.dtype, "name", "") == "category":
+            series = series.astype(series.dtype.categories.dtype)
+        with np.errstate(over="ignore"):  # beyond float32: inf, which the guard reports
+            return series.to_numpy(dtype=dtype, na_value=np.nan)
+    return series.astype(str).to_numpy(dtype=object)
 
 
 def _as_dtype(X, dtype):
     """Numeric data (array, or each numeric DataFrame column) cast to ``dtype``."""
-    if hasattr(X, "dtypes"):
+    if _is_frame(X):
         X = X.copy()
         for column in _numeric_columns(X):
-            X[column] = X[column].astype(dtype)
+            X[column] = column_values(X[column], dtype)
         return X
-    return np.asarray(X, dtype=dtype)
+    with np.errstate(over="ignore"):
+        return np.asarray(X, dtype=dtype)
 
 
-def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=np.float32) -> dict:
-    """The input feed for ``X``: one tensor, or one (N, 1) tensor per DataFrame column.
+def _first_consumers(model) -> list:
+    """The estimators that receive ``X`` first (several for the fold pairs of a
+    ``CalibratedClassifier`` or the base models of a ``FusionClassifier``)."""
+    if isinstance(model, FrozenEstimator):
+        return _first_consumers(model.estimator)
+    if isinstance(model, Pipeline):
+        steps = [s for _, s in model.steps if s is not None and s != "passthrough"]
+        return _first_consumers(steps[0]) if steps else []
+    pairs = getattr(model, "calibrated_classifiers_", None)
+    if pairs is not None:
+        return [c for pair in pairs for c in _first_consumers(pair.estimator)]
+    bases = getattr(model, "estimators_", None)
+    if bases is not None and type(model).__module__.startswith("bernonnx."):
+        return [c for base in bases for c in _first_consumers(base)]
+    return [model]
 
-    Raises a ``ValueError`` naming the missing columns, or the expected width,
-    when ``X`` does not match the graph's inputs.
+
+def input_layout(model, X) -> str:
+    """``"array"``, ``"columns"`` or ``"frame"`` (see the module docstring).
+
+    Raises ``ValueError`` when a DataFrame cannot be fed to ``model``: string columns
+    without a ColumnTransformer to encode them, or base models of which some start
+    with a ColumnTransformer and some do not.
+    """
+    if not _is_frame(X):
+        return "array"
+    consumers = _first_consumers(model)
+    routed = [isinstance(c, ColumnTransformer) for c in consumers]
+    if consumers and all(routed):
+        return "columns"
+    if any(routed):
+        raise ValueError(
+            "X_sample is a DataFrame but only some of the base models start with a "
+            "ColumnTransformer; give every base model the same kind of first step"
+        )
+    text = [c for c in X.columns if not is_numeric_column(X[c])]
+    if text:
+        raise ValueError(
+            f"X_sample has non-numeric columns {text} but {type(consumers[0]).__name__} "
+            "takes numbers only; encode them inside the model with a ColumnTransformer"
+        )
+    return "frame"
+
+
+def frame_columns(onnx_model: onnx.ModelProto) -> list | None:
+    """The DataFrame column order of a ``"frame"`` layout graph, or None."""
+    for prop in onnx_model.metadata_props:
+        if prop.key == INPUT_COLUMNS:
+            return json.loads(prop.value)
+    return None
+
+
+def _declared(value_info) -> tuple:
+    """The numpy dtype and the width (0 if unknown) of a graph input."""
+    tensor = value_info.type.tensor_type
+    dtype = _NUMPY_OF_ONNX.get(tensor.elem_type)
+    if dtype is None:
+        raise ValueError(
+            f"the graph input {value_info.name!r} has element type "
+            f"{onnx.TensorProto.DataType.Name(tensor.elem_type)}, which onnx_inputs cannot feed"
+        )
+    dims = tensor.shape.dim
+    return dtype, (dims[1].dim_value if len(dims) > 1 else 0)
+
+
+def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
+    """The input feed for ``X``: each graph input at the type the graph declares.
+
+    A DataFrame gives one (N, 1) tensor per column for graphs whose inputs are its
+    columns, and one (N, n_features) tensor, its columns in the order the graph
+    recorded (metadata ``input_columns``), for graphs with a single input ``X``.
+    Numeric values (pandas' nullable types too; missing values become NaN) are cast
+    to the declared float type, strings stay strings.
+
+    Parameters
+    ----------
+    onnx_model : onnx.ModelProto
+    X : array-like or DataFrame
+    dtype : {None, np.float32, np.float64}, default=None
+        Float type to cast numeric inputs to; None reads it from the graph. Another
+        type than the graph's makes onnxruntime refuse the feed.
+
+    Raises a ``ValueError`` naming the missing columns, or the expected width, when
+    ``X`` does not match the graph's inputs.
 
     Examples
     --------
@@ -41,25 +184,49 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=np.float32) -> dict:
     >>> cal = PlattCalibrator().fit(s, s[:, 0] > 0.3)
     >>> feed = onnx_inputs(to_onnx(cal, s[:2]), s)
     >>> [(name, x.shape, x.dtype.name) for name, x in feed.items()]
-    [('X', (100, 1), 'float32')]
+    [('X', (100, 1), 'float64')]
     """
-    names = [i.name for i in onnx_model.graph.input]
-    if hasattr(X, "columns"):
+    inputs = list(onnx_model.graph.input)
+    names = [i.name for i in inputs]
+
+    def as_float(declared):
+        if dtype is not None and np.dtype(declared).kind == "f":
+            return np.dtype(dtype)
+        return declared
+
+    if _is_frame(X):
+        columns = frame_columns(onnx_model)
+        if columns is not None and len(inputs) == 1:
+            missing = [c for c in columns if c not in X.columns]
+            if missing:
+                raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes")
+            declared, _ = _declared(inputs[0])
+            values = [column_values(X[c], as_float(declared)) for c in columns]
+            matrix = np.column_stack(values) if values else np.empty((len(X), 0))
+            return {names[0]: matrix.astype(as_float(declared), copy=False)}
         missing = [name for name in names if name not in X.columns]
         if missing:
             raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes as inputs")
         feed = {}
-        for name in names:
-            column = X[name].to_numpy()
-            kind = column.dtype.kind
-            column = column.astype(dtype) if kind in "fiub" else column.astype(str).astype(object)
-            feed[name] = column.reshape(-1, 1)
+        for value_info in inputs:
+            declared, _ = _declared(value_info)
+            column = X[value_info.name]
+            if declared is object:
+                values = column.astype(str).to_numpy(dtype=object)
+            else:
+                values = column_values(column, as_float(declared))
+                if not is_numeric_column(column):
+                    raise ValueError(
+                        f"column {value_info.name!r} holds strings but the graph takes "
+                        f"{np.dtype(declared).name} there"
+                    )
+            feed[value_info.name] = values.reshape(-1, 1)
         return feed
     if len(names) != 1:
         raise ValueError(f"the graph has inputs {names}; pass X as a DataFrame with those columns")
-    X = np.asarray(X, dtype=dtype)
-    dims = onnx_model.graph.input[0].type.tensor_type.shape.dim
-    width = dims[1].dim_value if len(dims) > 1 else 0
+    declared, width = _declared(inputs[0])
+    with np.errstate(over="ignore"):
+        X = np.asarray(X, dtype=as_float(declared))
     if width and (X.ndim != 2 or X.shape[1] != width):
         raise ValueError(
             f"X has shape {X.shape} but the ONNX input {names[0]!r} takes {width} columns"
@@ -69,14 +236,42 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=np.float32) -> dict:
 
 def _numeric(X) -> np.ndarray:
     """The numeric values of an array or of a DataFrame's numeric columns."""
-    if hasattr(X, "dtypes"):
-        X = X[_numeric_columns(X)]
+    if _is_frame(X):
+        columns = _numeric_columns(X)
+        if not columns:
+            return np.empty((len(X), 0))
+        return np.column_stack([column_values(X[c], np.float64) for c in columns])
     return np.asarray(X, dtype=np.float64)
 
 
 def _is_float32_data(X) -> bool:
     """True when every numeric value of ``X`` is float32 (and there is one)."""
-    if hasattr(X, "dtypes"):
+    if _is_frame(X):
         columns = _numeric_columns(X)
-        return bool(columns) and all(X[c].dtype == np.float32 for c in columns)
+        return bool(columns) and all(
+            np.dtype(getattr(X[c].dtype, "numpy_dtype", X[c].dtype)) == np.float32
+            for c in columns
+            if getattr(X[c].dtype, "name", "") != "category"
+        )
     return getattr(X, "dtype", None) == np.float32
+
+
+def rounded_columns(X) -> list:
+    """Columns (names, or positions of an array) whose values float32 does not hold
+    exactly: their rounding to float32 changes at least one value."""
+    if _is_frame(X):
+        out = []
+        for c in _numeric_columns(X):
+            v = column_values(X[c], np.float64)
+            with np.errstate(over="ignore"):
+                r = v.astype(np.float32).astype(np.float64)
+            if not np.array_equal(v, r, equal_nan=True):
+                out.append(c)
+        return out
+    v = np.asarray(X, dtype=np.float64)
+    if v.ndim < 2:
+        v = v.reshape(-1, 1)
+    with np.errstate(over="ignore"):
+        r = v.astype(np.float32).astype(np.float64)
+    same = (v == r) | (np.isnan(v) & np.isnan(r))
+    return [int(j) for j in np.flatnonzero(~same.all(axis=0))]

@@ -1,32 +1,50 @@
 """``to_onnx``: one ONNX graph of a fitted model holding bernonnx estimators.
 
-The float type of the graph is chosen here, guarded by :func:`float32_input_loss`.
+The graph's float type follows the data (float32 data: float32; anything else:
+float64), its inputs follow ``X_sample``'s layout (``_inputs.input_layout``), what it
+cannot make exact is refused (``bernonnx.converters.supported``), and every graph is
+checked by onnx's full checker and by :func:`~bernonnx.export.check_parity` on
+``X_sample`` before it is returned.
 """
 
 from __future__ import annotations
+
+import json
+import warnings
 
 import numpy as np
 import onnx
 import skl2onnx
 import sklearn
 from skl2onnx import convert_sklearn
-from skl2onnx.algebra.type_helper import guess_initial_types
+from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, StringTensorType
 from sklearn.pipeline import Pipeline
 
 from bernonnx import __version__
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 
-from ._inputs import _as_dtype, _final_estimator, _is_float32_data, _numeric
+from ._inputs import (
+    INPUT_COLUMNS,
+    _as_dtype,
+    _final_estimator,
+    _is_float32_data,
+    _numeric,
+    input_layout,
+    is_numeric_column,
+    rounded_columns,
+)
+from .parity import check_parity
 
-__all__ = ["DEFAULT_OPSET", "FLOAT32_INPUT_TOLERANCE", "float32_input_loss", "to_onnx"]
+__all__ = ["DEFAULT_OPSET", "InexactExportWarning", "float32_input_loss", "to_onnx"]
 
 #: ai.onnx 17 runs on every onnxruntime since 1.12 (Triton's, mobile, web);
 #: ai.onnx.ml 3 carries double-precision tree ensembles.
 DEFAULT_OPSET = {"": 17, "ai.onnx.ml": 3}
-#: Largest change of probability that rounding the inputs to float32 may cause
-#: before ``to_onnx`` refuses a float32 graph (or, by default, picks float64).
-FLOAT32_INPUT_TOLERANCE = 1e-3
+
+
+class InexactExportWarning(UserWarning):
+    """``to_onnx(..., allow_inexact=True)`` wrote a graph bernonnx has not shown exact."""
 
 
 def _describe(model) -> dict[str, str]:
@@ -111,6 +129,78 @@ def float32_input_loss(model, X_sample) -> float:
     return float(np.max(np.abs(np.asarray(p64) - np.asarray(p32)), initial=0.0))
 
 
+
+
+def _narrow_to_float32(onx: onnx.ModelProto) -> None:
+    """A float64 graph given float32 inputs and probabilities: each input is cast to
+    float64 at once (exact: every float32 is a float64), so the graph computes what
+    scikit-learn computes on those values in float64; the probabilities are rounded
+    to float32 at the end."""
+    float32, float64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+    casts = []
+    for graph_input in onx.graph.input:
+        tensor = graph_input.type.tensor_type
+        if tensor.elem_type != float64:
+            continue
+        inner = f"{graph_input.name}_float64"
+        for node in onx.graph.node:
+            for i, name in enumerate(node.input):
+                if name == graph_input.name:
+                    node.input[i] = inner
+        casts.append(
+            onnx.helper.make_node(
+                "Cast", [graph_input.name], [inner], to=float64, name=f"{inner}_cast"
+            )
+        )
+        tensor.elem_type = float32
+    for cast in reversed(casts):
+        onx.graph.node.insert(0, cast)
+    for output in onx.graph.output:
+        tensor = output.type.tensor_type
+        if output.name != "probabilities" or tensor.elem_type != float64:
+            continue
+        inner = "probabilities_float64"
+        for node in onx.graph.node:
+            for i, name in enumerate(node.output):
+                if name == output.name:
+                    node.output[i] = inner
+        onx.graph.node.append(
+            onnx.helper.make_node(
+                "Cast", [inner], [output.name], to=float32, name="probabilities_float32_cast"
+            )
+        )
+        tensor.elem_type = float32
+
+
+def _initial_types(sample, layout: str, dtype) -> list:
+    """skl2onnx's input types: one tensor ``X``, or one (N, 1) tensor per column."""
+    float_type = FloatTensorType if np.dtype(dtype) == np.float32 else DoubleTensorType
+    if layout == "columns":
+        return [
+            (
+                str(name),
+                float_type([None, 1]) if is_numeric_column(sample[name]) else StringTensorType(
+                    [None, 1]
+                ),
+            )
+            for name in sample.columns
+        ]
+    width = np.shape(sample)[1] if np.ndim(sample) == 2 else 1
+    return [("X", float_type([None, width]))]
+
+
+def _check_frame_columns(model, X_sample) -> None:
+    """A DataFrame's columns must be the ones the model was fitted on, in that order."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is None or not hasattr(X_sample, "columns"):
+        return
+    if list(X_sample.columns) != list(names):
+        raise ValueError(
+            f"X_sample's columns {list(X_sample.columns)} are not the columns "
+            f"{list(names)} that {type(model).__name__} was fitted on (same names, same order)"
+        )
+
+
 def to_onnx(
     model,
     X_sample,
@@ -120,13 +210,21 @@ def to_onnx(
     target_opset: dict | int | None = None,
     name: str = "bernonnx",
     basis: str = "exp",
+    allow_inexact: bool = False,
 ) -> onnx.ModelProto:
     """Convert a fitted model containing bernonnx estimators into one ONNX graph.
 
-    Registers the converters (:func:`bernonnx.converters.register_converters`)
-    and calls ``skl2onnx.to_onnx``. The base model(s) and the calibrators land
-    in the same graph; outputs are ``label`` (N,) and ``probabilities``
-    (N, n_classes) tensors.
+    The graph, fed the user's data cast to its declared input types
+    (:func:`~bernonnx.export.onnx_inputs` does that), gives ``model.predict_proba``
+    and ``model.predict`` on the same data: within 1e-9 (float64 graphs) or 1e-6
+    (float32 graphs) on every row, identical labels. What bernonnx cannot make exact
+    is refused. Registers the converters
+    (:func:`bernonnx.converters.register_converters`) and calls skl2onnx; the base
+    model(s) and the calibrators land in the same graph; outputs are ``label`` (N,)
+    and ``probabilities`` (N, n_classes).
+
+    Before returning, the graph passes onnx's full checker and
+    :func:`~bernonnx.export.check_parity` on ``X_sample``.
 
     Parameters
     ----------
@@ -135,24 +233,31 @@ def to_onnx(
         its own (input: scores of shape (N, 1), or (N, M) for
         ``MultivariateBernsteinCalibrator``), or a Pipeline ending in one.
     X_sample : array-like or DataFrame
-        A few rows of input; fixes input names and types (a DataFrame gives
-        one input per column, as skl2onnx does).
-    dtype : {None, np.float32, np.float64}, default=None
-        Float type of the graph's numeric inputs and of the probabilities.
-        Inside the graph every stage computes in the precision scikit-learn
-        uses for it (the calibrators always in float64). The precision is that
-        of ``X_sample``'s data: float32 data exported with ``np.float64``
-        (float32 DataFrame columns, say) give a float64 interface that casts
-        its inputs to float32, so it reproduces Python on those float32 values.
-        None chooses float32 unless float32 inputs cannot carry ``X_sample``
-        (see below), then float64.
+        A few rows of input as the model is given them; they fix the inputs:
 
-        Precision guard: rounding ``X_sample`` to float32 must not move the
-        model's probabilities by more than ``FLOAT32_INPUT_TOLERANCE`` (1e-3).
-        Scores near 1e8 with unit spread, say, are flattened by float32 (its
-        spacing there is 8). An explicit ``np.float32`` then raises a
-        ``ValueError`` instead of writing a graph that flattens the scores;
-        pass representative rows as ``X_sample``.
+        - an array: one input ``X`` of shape (N, n_features);
+        - a DataFrame into models that start with a ``ColumnTransformer``: one
+          (N, 1) input per column, named after it (strings for string and
+          categorical columns);
+        - a numeric DataFrame into a plain Pipeline or a bare model: one input
+          ``X`` whose columns are the frame's, in its order (recorded in the
+          metadata ``input_columns``, which :func:`onnx_inputs` reads).
+
+        Integer, boolean and pandas' nullable columns are numeric (missing values
+        NaN).
+    dtype : {None, np.float32, np.float64}, default=None
+        Float type of the graph's numeric inputs and of the probabilities. None
+        follows the data: float32 when every numeric value of ``X_sample`` is
+        float32, float64 otherwise (float64 and integer arrays or columns).
+        Inside the graph every stage computes in the precision scikit-learn uses
+        on the data.
+
+        ``np.float64`` for float32 data gives a float64 interface that casts its
+        inputs to float32, so it reproduces Python on those float32 values.
+        ``np.float32`` for other data gives a float32 interface that computes in
+        float64 inside; it is exact only for values float32 holds exactly, so it
+        is refused with a ``ValueError`` naming the columns when rounding
+        ``X_sample`` to float32 changes any value.
     zipmap : bool, default=False
         Add skl2onnx's ZipMap (a list of dicts). Serving runtimes (Triton,
         onnxruntime-node/web) reject it; keep False for serving.
@@ -165,13 +270,28 @@ def to_onnx(
         ``"exp"`` in log space (``Exp(Gemm(Log([u, v]), K, log C))``), or
         ``"pow"`` with two broadcast ``Pow`` nodes and ``Mul``. Both agree
         with Python within the parity bounds; ``"exp"`` has 2.5x the throughput
-        at batch 100,000 (``benchmarks/onnx_results.md``).
+        at batch 100,000.
+    allow_inexact : bool, default=False
+        Steps that bernonnx has not shown exact (``bernonnx.converters.supported``
+        lists what it has) raise ``NotImplementedError``. True exports them with
+        skl2onnx's own converters instead and warns (:class:`InexactExportWarning`)
+        with the gap measured on ``X_sample``.
 
     Returns
     -------
     onnx.ModelProto
         With metadata (``metadata_props``) naming the library versions and
         the calibrators (type, degrees, loss, transform).
+
+    Raises
+    ------
+    NotImplementedError
+        A step without an exact converter, a graph that fails onnx's full check,
+        or a graph that differs from Python on ``X_sample`` (unless
+        ``allow_inexact``).
+    ValueError
+        ``X_sample`` that does not fit the model, or ``dtype=np.float32`` that
+        would round its values.
 
     Examples
     --------
@@ -185,57 +305,74 @@ def to_onnx(
     >>> base = LogisticRegression().fit(X[:1000], y[:1000])
     >>> clf = CalibratedClassifier(FrozenEstimator(base), BernsteinCalibrator(degree=6))
     >>> clf = clf.fit(X[1000:], y[1000:])
-    >>> onx = to_onnx(clf, X[:5])
-    >>> [o.name for o in onx.graph.output]
-    ['label', 'probabilities']
+    >>> onx = to_onnx(clf, X[:5])  # float64 data: a float64 graph
+    >>> [o.name for o in onx.graph.output], onx.graph.input[0].type.tensor_type.elem_type
+    (['label', 'probabilities'], 11)
     >>> result = check_parity(clf, onx, X)
-    >>> result["max_abs_error"] < 1e-6, result["labels_equal"]
+    >>> result["max_abs_error"] < 1e-9, result["labels_equal"]
     (True, True)
     """
     from bernonnx.converters import register_converters
     from bernonnx.converters.base_scores import SAMPLE
     from bernonnx.converters.exact import EXACT_PARSERS, EXACT_TRANSFORMERS
+    from bernonnx.converters.supported import refusal, unsupported_steps
 
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
-    wants_float32 = dtype is None or np.dtype(dtype) == np.float32
-    loss = float32_input_loss(model, X_sample) if wants_float32 else 0.0
-    if dtype is None:
-        dtype = np.float64 if loss > FLOAT32_INPUT_TOLERANCE else np.float32
-    elif np.dtype(dtype) == np.float32 and loss > FLOAT32_INPUT_TOLERANCE:
-        why = (
-            "X_sample holds values beyond float32's range (3.4e38)"
-            if np.isinf(loss)
-            else f"rounding X_sample to float32 moves the model's probabilities by up to "
-            f"{loss:.3g} (> {FLOAT32_INPUT_TOLERANCE:g}), so a float32 graph would flatten "
-            "the scores"
-        )
-        raise ValueError(
-            f"dtype=np.float32 cannot carry these inputs: {why}; use dtype=np.float64"
-        )
-    register_converters()
-    final = _final_estimator(model)
+    if not isinstance(allow_inexact, bool | np.bool_):
+        raise ValueError(f"allow_inexact must be True or False, got {allow_inexact!r}")
+    layout = input_layout(model, X_sample)
     width = getattr(model, "n_features_in_", None)
-    if width is not None and not hasattr(X_sample, "columns"):
+    if width is not None and layout == "array":
         shape = np.shape(X_sample)
         if len(shape) != 2 or shape[1] != width:
             raise ValueError(
                 f"X_sample must have shape (n, {width}): {type(model).__name__} was fitted on "
                 f"{width} columns; got shape {shape}"
             )
+    if layout == "frame":
+        _check_frame_columns(model, X_sample)
+    if len(X_sample) == 0:
+        raise ValueError("X_sample must hold at least one row")
+    problems = unsupported_steps(model)
+    if problems and not allow_inexact:
+        raise NotImplementedError(refusal(problems))
+
+    float32_data = _is_float32_data(X_sample)
+    dtype = np.dtype(np.float32 if float32_data else np.float64) if dtype is None else np.dtype(dtype)
+    # float32 interface for other data: a float64 graph whose inputs are cast up
+    narrow = dtype == np.float32 and not float32_data
+    if narrow:
+        rounded = rounded_columns(X_sample)
+        if rounded:
+            loss = float32_input_loss(model, X_sample)
+            shown = ", ".join(map(repr, rounded[:8])) + (", ..." if len(rounded) > 8 else "")
+            raise ValueError(
+                f"dtype=np.float32 cannot carry these inputs exactly: rounding X_sample to "
+                f"float32 changes values in its columns [{shown}] and moves the model's "
+                f"probabilities by up to {loss:.3g} there; a threshold inside the model "
+                "can send a rounded value the other way. Export float64 (dtype=None), or "
+                "fit and serve the model on float32 data"
+            )
+    build = np.dtype(np.float64) if narrow else dtype
+    register_converters()
+    final = _final_estimator(model)
     options = {id(final): {"zipmap": zipmap, "basis": basis}}
     # float32 data behind a float64 interface: scikit-learn computes on the float32
     # values (a StandardScaler rounds to float32), so the graph does too
-    widen = np.dtype(dtype) == np.float64 and not zipmap and _is_float32_data(X_sample)
-    sample = _as_dtype(X_sample, np.float32 if widen else dtype)
+    widen = build == np.float64 and not zipmap and float32_data
+    sample = _as_dtype(X_sample, np.float32 if widen else build)
     # the sample at the calibrated model's level tells the converters which
     # dtype numpy computes in there (float32 data meeting float64 one-hot columns)
-    at_final = model[:-1].transform(sample) if isinstance(model, Pipeline) else sample
+    with warnings.catch_warnings():
+        # a "frame" graph's converters see an array where the model saw a DataFrame
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        at_final = model[:-1].transform(sample) if isinstance(model, Pipeline) else sample
     token = SAMPLE.set(at_final)
     try:
         onx = convert_sklearn(
             model,
-            initial_types=guess_initial_types(sample, None),
+            initial_types=_initial_types(sample, layout, np.float32 if widen else build),
             target_opset=DEFAULT_OPSET if target_opset is None else target_opset,
             options=options,
             custom_conversion_functions=EXACT_TRANSFORMERS,
@@ -246,9 +383,39 @@ def to_onnx(
         SAMPLE.reset(token)
     if widen:
         _widen_to_float64(onx)
+    if narrow:
+        _narrow_to_float32(onx)
     onx.graph.name = name
     onx.producer_name = "bernonnx"
     onx.producer_version = __version__
     for key, value in _describe(model).items():
         onx.metadata_props.add(key=key, value=value)
+    if layout == "frame":
+        columns = [str(c) for c in X_sample.columns]
+        onx.metadata_props.add(key=INPUT_COLUMNS, value=json.dumps(columns))
+    _check_graph(model, onx, X_sample, problems)
     return onx
+
+
+def _check_graph(model, onx: onnx.ModelProto, X_sample, problems: list[str]) -> None:
+    """onnx's full check, then parity on ``X_sample``: raise (or, for an opted-in
+    inexact graph, warn) rather than return a graph that differs from Python."""
+    try:
+        onnx.checker.check_model(onx, full_check=True)
+    except onnx.checker.ValidationError as exc:
+        raise NotImplementedError(
+            f"the exported graph fails onnx's full check ({' '.join(str(exc).split())[:300]}); "
+            "a step of this model has no valid converter"
+        ) from exc
+    report = check_parity(model, onx, X_sample)
+    if problems:
+        warnings.warn(
+            f"allow_inexact=True: {'; '.join(problems)}. On X_sample: {report.summary()}",
+            InexactExportWarning,
+            stacklevel=3,
+        )
+    elif not report["passed"]:
+        raise NotImplementedError(
+            f"the exported graph differs from Python on X_sample, so to_onnx does not return "
+            f"it: {report.summary()} Please report this model; allow_inexact=True cannot help"
+        )

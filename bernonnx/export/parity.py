@@ -252,6 +252,7 @@ def check_parity(
     >>> rounded["passed"], rounded["max_abs_error"] > 0.1, rounded["stage"]
     (False, True, 'calibrator')
     """
+    feed_dtype = dtype
     dtype = _graph_float_dtype(onnx_model) if dtype is None else np.dtype(dtype)
     if dtype not in PARITY_TOLERANCE:
         raise ValueError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
@@ -259,7 +260,7 @@ def check_parity(
     if not tolerance >= 0:
         raise ValueError(f"tol must be a number >= 0, got {tol!r}")
     final = _final_estimator(model)
-    feed = onnx_inputs(onnx_model, X, dtype)
+    feed = onnx_inputs(onnx_model, X, feed_dtype)
     names = _base_score_names(onnx_model) if isinstance(final, CalibratedClassifier) else []
     outputs = None
     if names:

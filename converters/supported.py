@@ -1,0 +1,153 @@
+"""What :func:`bernonnx.export.to_onnx` exports exactly, and why the rest is refused.
+
+The one list of base models and preprocessing steps that bernonnx has shown exact on
+real data in float32 and float64 graphs (``tests/test_real_parity.py``,
+``tests/test_user_data.py``):
+
+- preprocessing: ``StandardScaler``, ``RobustScaler``, ``MinMaxScaler``,
+  ``MaxAbsScaler``, ``SimpleImputer`` (NaN replaced by numeric statistics),
+  ``OneHotEncoder`` (0/1 outputs; infrequent categories too),
+  ``ColumnTransformer``, ``Pipeline``, ``FrozenEstimator``;
+- classifiers: those ``converters/exact.py`` computes as scikit-learn does
+  (:func:`~bernonnx.converters.exact.exact_supported`) for the response method the
+  calibrators were fitted on, XGBoost and LightGBM raw margins;
+- every bernonnx calibrator.
+
+Anything else makes ``to_onnx`` raise ``NotImplementedError`` naming the estimator and
+what to do instead, unless the caller opts in with ``allow_inexact=True``: skl2onnx's
+own converter is then used, and ``to_onnx`` measures the gap on ``X_sample`` and warns.
+"""
+
+from __future__ import annotations
+
+from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import (
+    MaxAbsScaler,
+    MinMaxScaler,
+    OneHotEncoder,
+    RobustScaler,
+    StandardScaler,
+)
+
+from bernonnx.converters.exact import exact_supported
+from bernonnx.converters.exact_preprocessing import imputer_is_simple
+
+__all__ = ["INEXACT_REASONS", "unsupported_steps"]
+
+_EXACT_SCALERS = (StandardScaler, RobustScaler, MinMaxScaler, MaxAbsScaler)
+
+#: Why skl2onnx's converter of these estimators is not exact, as measured (issue 21).
+INEXACT_REASONS = {
+    "OneVsRestClassifier": "skl2onnx's converter outputs probabilities where scikit-learn's "
+    "decision_function is what the calibrators saw (0.53 off)",
+    "CalibratedClassifierCV": "skl2onnx's converter outputs probabilities where scikit-learn's "
+    "decision_function is what the calibrators saw (0.56 off), and its isotonic step picks "
+    "the nearest threshold instead of interpolating",
+    "BaggingClassifier": "skl2onnx's converter outputs probabilities where scikit-learn's "
+    "decision_function is what the calibrators saw (0.55 off), and its float64 graph is "
+    "1e-7 off",
+    "StackingClassifier": "skl2onnx's float64 graph is 4.3e-8 off scikit-learn",
+    "VotingClassifier": "skl2onnx's converter averages float32 probabilities of its members",
+    "KNeighborsClassifier": "skl2onnx's converter computes distances in another order, "
+    "so ties between neighbours can break the other way",
+    "AdaBoostClassifier": "skl2onnx's float64 graph fails onnx's full check",
+    "PolynomialFeatures": "skl2onnx's float32 graph is 3e-6 off and its float64 graph fails "
+    "onnx's full check",
+    "KBinsDiscretizer": "skl2onnx's float64 graph fails onnx's full check, and a bin edge "
+    "rounded to float32 moves values across it",
+    "PowerTransformer": "skl2onnx computes the power and log in float32 and another order",
+    "QuantileTransformer": "skl2onnx's converter interpolates in float32",
+    "SplineTransformer": "skl2onnx has no converter for it",
+    "FunctionTransformer": "its function is Python code, which no graph can hold",
+}
+
+_ADVICE = (
+    "Export a model made of the steps listed in bernonnx.converters.supported, or pass "
+    "allow_inexact=True to use skl2onnx's converter anyway (to_onnx then measures the gap "
+    "on X_sample and warns)"
+)
+
+
+def _transformer_problems(step, where: str) -> list[str]:
+    if step is None or (isinstance(step, str) and step in ("drop", "passthrough")):
+        return []
+    if isinstance(step, FrozenEstimator):
+        return _transformer_problems(step.estimator, where)
+    if isinstance(step, Pipeline):
+        return [p for name, s in step.steps for p in _transformer_problems(s, f"{where}/{name}")]
+    if isinstance(step, ColumnTransformer):
+        return [
+            p
+            for name, s, _ in step.transformers_
+            for p in _transformer_problems(s, f"{where}/{name}")
+        ]
+    if isinstance(step, _EXACT_SCALERS):
+        return []
+    if isinstance(step, SimpleImputer) and imputer_is_simple(step):
+        return []
+    if isinstance(step, OneHotEncoder):
+        return []  # 0/1 outputs: exact when the categories match (tested with infrequent ones)
+    name = type(step).__name__
+    if isinstance(step, SimpleImputer):
+        reason = "only NaN replaced by numeric statistics, without indicator, is exact"
+    else:
+        reason = INEXACT_REASONS.get(name, "no converter of bernonnx computes it exactly")
+    return [f"{where} ({name}): {reason}"]
+
+
+def _base_problems(base, method: str, where: str) -> list[str]:
+    """A fitted base model (Pipeline or bare classifier) giving ``method``'s scores."""
+    if isinstance(base, FrozenEstimator):
+        return _base_problems(base.estimator, method, where)
+    problems = []
+    if isinstance(base, Pipeline):
+        for name, step in base.steps[:-1]:
+            problems += _transformer_problems(step, f"{where}/{name}")
+        where = f"{where}/{base.steps[-1][0]}"
+        base = base.steps[-1][1]
+    if not exact_supported(base, method):
+        name = type(base).__name__
+        reason = INEXACT_REASONS.get(
+            name, f"no converter of bernonnx computes its {method} exactly"
+        )
+        if name not in INEXACT_REASONS and method == "decision_function":
+            reason += " (try response_method='predict_proba')"
+        problems.append(f"{where} ({name}): {reason}")
+    return problems
+
+
+def unsupported_steps(model) -> list[str]:
+    """One line per step of ``model`` that the export cannot show exact (empty: all are).
+
+    ``model`` is what ``to_onnx`` was given: a ``CalibratedClassifier``, a
+    ``FusionClassifier``, a calibrator, or a Pipeline ending in one of them.
+    """
+    problems = []
+    if isinstance(model, Pipeline):
+        for name, step in model.steps[:-1]:
+            problems += _transformer_problems(step, name)
+        model = model.steps[-1][1]
+    pairs = getattr(model, "calibrated_classifiers_", None)
+    if pairs is not None:
+        for pair in pairs:
+            problems += _base_problems(pair.estimator, pair.response_method, "base model")
+        return list(dict.fromkeys(problems))
+    bases = getattr(model, "estimators_", None)
+    methods = getattr(model, "response_methods_", None)
+    if bases is not None and methods is not None:
+        for i, (base, method) in enumerate(zip(bases, methods, strict=True)):
+            problems += _base_problems(base, method, f"estimator {i}")
+    return list(dict.fromkeys(problems))
+
+
+def refusal(problems: list[str]) -> str:
+    """The message of ``to_onnx``'s ``NotImplementedError`` for ``problems``."""
+    return (
+        "to_onnx cannot show this model's graph exact: "
+        + "; ".join(problems)
+        + ". "
+        + _ADVICE
+    )
