@@ -125,10 +125,11 @@ def exact_scores(g: GraphWriter, x: str, elem: int, model, method: str, options:
             return signed_pair(g, scores)
         return binary_pair(g, g.node("Sigmoid", [scores]))  # the loss's expit
     if isinstance(model, GaussianNB):
+        if log_proba:  # bernonnx._meta.gaussian_nb_jll64: float64 whatever the fit
+            jll = gaussian_nb_jll(g, cast_to(g, x, DOUBLE, elem), model, DOUBLE, float64=True)
+            return one_vs_rest_log_odds(g, jll, n_classes)
         work = DOUBLE if np.result_type(seen, model.theta_.dtype) == np.float64 else FLOAT
         jll = gaussian_nb_jll(g, cast_to(g, x, work, elem), model, work)
-        if log_proba:
-            return one_vs_rest_log_odds(g, cast_to(g, jll, DOUBLE, work), n_classes)
         proba = numpy_unary(g, "Exp", g.node("Sub", [jll, logsumexp(g, jll, work)]), work)
         return cast_to(g, proba, DOUBLE, work)
     if isinstance(model, MLPClassifier):

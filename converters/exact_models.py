@@ -133,14 +133,19 @@ def one_vs_rest_log_odds(g: GraphWriter, u: str, n_classes: int) -> str:
     return g.node("Sub", [u, lse])
 
 
-def gaussian_nb_jll(g: GraphWriter, x: str, model, elem: int) -> str:
+def gaussian_nb_jll(g: GraphWriter, x: str, model, elem: int, float64: bool = False) -> str:
     """``_joint_log_likelihood``: per class ``log prior - 0.5 sum log(2 pi var)
     - 0.5 sum((x - theta)^2 / var)`` in ``elem`` precision, the sum over
     features in numpy's pairwise order, the constants computed by numpy as
-    scikit-learn computes them (in the dtype of ``theta_``)."""
+    scikit-learn computes them (in the dtype of ``theta_``). ``float64=True``
+    computes them from float64 copies of the fitted arrays instead, as
+    ``bernonnx._meta.gaussian_nb_jll64`` does (``elem`` must be DOUBLE)."""
     theta, var = np.asarray(model.theta_), np.asarray(model.var_)
+    prior = np.asarray(model.class_prior_)
+    if float64:
+        theta, var, prior = (a.astype(np.float64) for a in (theta, var, prior))
     classes = range(len(model.classes_))
-    joint = np.array([np.log(model.class_prior_[i]) for i in classes])
+    joint = np.array([np.log(prior[i]) for i in classes])
     n_ij = np.array([-0.5 * np.sum(np.log(2.0 * np.pi * var[i, :])) for i in classes])
     x = g.node("Unsqueeze", [x, g.const("axis1", [1], INT64)])
     d = g.node("Sub", [x, g.const("theta", theta, elem)])
