@@ -145,9 +145,4 @@ def unsupported_steps(model) -> list[str]:
 
 def refusal(problems: list[str]) -> str:
     """The message of ``to_onnx``'s ``NotImplementedError`` for ``problems``."""
-    return (
-        "to_onnx cannot show this model's graph exact: "
-        + "; ".join(problems)
-        + ". "
-        + _ADVICE
-    )
+    return "to_onnx cannot show this model's graph exact: " + "; ".join(problems) + ". " + _ADVICE

@@ -52,15 +52,20 @@ def _is_frame(X) -> bool:
     return hasattr(X, "columns") and hasattr(X, "dtypes")
 
 
+def _kind(dtype) -> str:
+    """numpy's kind of a (pandas) dtype; "O" for types numpy has no equivalent of."""
+    try:
+        return np.dtype(getattr(dtype, "numpy_dtype", dtype)).kind
+    except TypeError:  # an extension type without a numpy equivalent (strings)
+        return "O"
+
+
 def is_numeric_column(series) -> bool:
     """bool, int, float (nullable ones too), or a categorical of numbers."""
     dtype = series.dtype
     if getattr(dtype, "name", "") == "category":
-        return np.dtype(getattr(dtype.categories, "dtype", object)).kind in "biuf"
-    try:
-        return np.dtype(getattr(dtype, "numpy_dtype", dtype)).kind in "biuf"
-    except TypeError:  # an extension type without a numpy equivalent (strings)
-        return False
+        return _kind(dtype.categories.dtype) in "biuf"
+    return _kind(dtype) in "biuf"
 
 
 def _numeric_columns(X) -> list:
@@ -249,9 +254,7 @@ def _is_float32_data(X) -> bool:
     if _is_frame(X):
         columns = _numeric_columns(X)
         return bool(columns) and all(
-            np.dtype(getattr(X[c].dtype, "numpy_dtype", X[c].dtype)) == np.float32
-            for c in columns
-            if getattr(X[c].dtype, "name", "") != "category"
+            getattr(X[c].dtype, "numpy_dtype", X[c].dtype) == np.float32 for c in columns
         )
     return getattr(X, "dtype", None) == np.float32
 

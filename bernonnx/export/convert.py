@@ -129,8 +129,6 @@ def float32_input_loss(model, X_sample) -> float:
     return float(np.max(np.abs(np.asarray(p64) - np.asarray(p32)), initial=0.0))
 
 
-
-
 def _narrow_to_float32(onx: onnx.ModelProto) -> None:
     """A float64 graph given float32 inputs and probabilities: each input is cast to
     float64 at once (exact: every float32 is a float64), so the graph computes what
@@ -179,9 +177,9 @@ def _initial_types(sample, layout: str, dtype) -> list:
         return [
             (
                 str(name),
-                float_type([None, 1]) if is_numeric_column(sample[name]) else StringTensorType(
-                    [None, 1]
-                ),
+                float_type([None, 1])
+                if is_numeric_column(sample[name])
+                else StringTensorType([None, 1]),
             )
             for name in sample.columns
         ]
@@ -339,7 +337,9 @@ def to_onnx(
         raise NotImplementedError(refusal(problems))
 
     float32_data = _is_float32_data(X_sample)
-    dtype = np.dtype(np.float32 if float32_data else np.float64) if dtype is None else np.dtype(dtype)
+    dtype = (
+        np.dtype(np.float32 if float32_data else np.float64) if dtype is None else np.dtype(dtype)
+    )
     # float32 interface for other data: a float64 graph whose inputs are cast up
     narrow = dtype == np.float32 and not float32_data
     if narrow:
@@ -402,7 +402,7 @@ def _check_graph(model, onx: onnx.ModelProto, X_sample, problems: list[str]) -> 
     inexact graph, warn) rather than return a graph that differs from Python."""
     try:
         onnx.checker.check_model(onx, full_check=True)
-    except onnx.checker.ValidationError as exc:
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         raise NotImplementedError(
             f"the exported graph fails onnx's full check ({' '.join(str(exc).split())[:300]}); "
             "a step of this model has no valid converter"
