@@ -20,9 +20,11 @@ own converter is then used, and ``to_onnx`` measures the gap on ``X_sample`` and
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.impute import SimpleImputer
+from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import (
     MaxAbsScaler,
@@ -35,7 +37,7 @@ from sklearn.preprocessing import (
 from bernonnx.converters.exact import exact_supported
 from bernonnx.converters.exact_preprocessing import imputer_is_simple
 
-__all__ = ["INEXACT_REASONS", "unsupported_steps"]
+__all__ = ["INEXACT_REASONS", "float32_fit_problems", "unsupported_steps"]
 
 _EXACT_SCALERS = (StandardScaler, RobustScaler, MinMaxScaler, MaxAbsScaler)
 
@@ -140,6 +142,50 @@ def unsupported_steps(model) -> list[str]:
     if bases is not None and methods is not None:
         for i, (base, method) in enumerate(zip(bases, methods, strict=True)):
             problems += _base_problems(base, method, f"estimator {i}")
+    return list(dict.fromkeys(problems))
+
+
+def _finals(model) -> list:
+    """(final classifier, response method, log-odds source) of every base model."""
+    if isinstance(model, Pipeline):
+        model = model.steps[-1][1]
+    out = []
+    for pair in getattr(model, "calibrated_classifiers_", None) or []:
+        base = pair.estimator
+        base = base.estimator if isinstance(base, FrozenEstimator) else base
+        base = base.steps[-1][1] if isinstance(base, Pipeline) else base
+        out.append((base, pair.response_method, getattr(pair, "log_odds_from", None)))
+    methods = getattr(model, "response_methods_", None)
+    for base, method in zip(
+        getattr(model, "estimators_", None) or [], methods or [], strict=False
+    ):
+        base = base.estimator if isinstance(base, FrozenEstimator) else base
+        base = base.steps[-1][1] if isinstance(base, Pipeline) else base
+        out.append((base, method, None))
+    return out
+
+
+def float32_fit_problems(model) -> list[str]:
+    """Steps a float64 graph cannot reproduce: models fitted on float32 data that
+    compute their scores in float32 with BLAS (linear models, MLPs) or numpy's float32
+    ``exp`` (GaussianNB's probabilities), whose summation orders and roundings no graph
+    can repeat; Python's own results there change with the batch size. A float32 graph
+    holds them within its 1e-6."""
+    problems = []
+    for final, _, log_odds_from in _finals(model):
+        name = type(final).__name__
+        if isinstance(final, GaussianNB):
+            float32 = np.asarray(final.theta_).dtype == np.float32 and log_odds_from is None
+        elif hasattr(final, "coefs_"):
+            float32 = np.asarray(final.coefs_[0]).dtype == np.float32
+        else:
+            float32 = np.asarray(getattr(final, "coef_", np.zeros(0))).dtype == np.float32
+        if float32:
+            problems.append(
+                f"{name} was fitted on float32 data and computes in float32 (BLAS sums, "
+                "numpy's float32 exp), which a float64 graph cannot repeat: export "
+                "dtype=np.float32 (within 1e-6), or fit on float64 data"
+            )
     return list(dict.fromkeys(problems))
 
 

@@ -16,6 +16,7 @@ from bernonnx.export import PARITY_TOLERANCE, check_parity, onnx_inputs, to_onnx
 
 __all__ = [
     "PROMISED",
+    "typed",
     "TOLERANCE",
     "assert_every_row",
     "assert_parity",
@@ -34,6 +35,22 @@ TOLERANCE = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
 PROMISED = dict(PARITY_TOLERANCE)
 
 _ONNX_FLOAT = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}
+
+
+def typed(X, dtype):
+    """``X`` as data held at ``dtype``: an array cast, or a DataFrame's numeric columns.
+
+    For tests of a graph of a given float type: ``to_onnx``'s default graph type follows
+    the data, and it refuses ``dtype=np.float32`` for float64 values float32 cannot hold,
+    so a float32 graph is exported from float32 data, as a float32 user holds it.
+    """
+    if hasattr(X, "columns"):
+        X = X.copy()
+        for column in X.columns:
+            if X[column].dtype.kind in "biuf":
+                X[column] = X[column].astype(dtype)
+        return X
+    return np.asarray(X, dtype=dtype)
 
 
 def tolerance(dtype, table=None) -> float:

@@ -186,7 +186,9 @@ def fitted_graph_calibrators():
 
 
 def run_graph(model, X, dtype, basis="exp"):
-    onx = to_onnx(model, X[:1], dtype=dtype, basis=basis)
+    # a one-row sample at the graph type, whatever X holds (empty batches included)
+    sample = np.zeros((1, *np.shape(X)[1:]), dtype=dtype)
+    onx = to_onnx(model, sample, dtype=dtype, basis=basis)
     out = run_onnx(onx, {onx.graph.input[0].name: np.asarray(X, dtype=dtype)})
     return out["label"], out["probabilities"]
 
@@ -200,7 +202,7 @@ def test_items_2_and_11_graph_nan_inf_and_empty_batches(
     cal = fitted_graph_calibrators[name]
     width = graph_scores(name, S_FIT[:1]).shape[1]
     X = graph_scores(name, S_FIT)
-    onx = to_onnx(cal, X[:1], dtype=dtype, basis=basis)
+    onx = to_onnx(cal, X[:1].astype(dtype), dtype=dtype, basis=basis)  # data held at dtype
     feed = onx.graph.input[0].name
 
     def run(Z):

@@ -60,7 +60,7 @@ def data():
 
 def _export(estimator, X, dtype):
     if isinstance(estimator, CalibratedClassifier):
-        return bernonnx_to_onnx(estimator, X[:1], dtype=dtype)
+        return bernonnx_to_onnx(estimator, X[:1].astype(dtype), dtype=dtype)
     return to_onnx(estimator, X[:1].astype(dtype), options={id(estimator): {"zipmap": False}})
 
 

@@ -21,7 +21,7 @@ import onnx
 import pandas as pd
 import pytest
 import skl2onnx
-from _parity import PROMISED, assert_every_row, run_onnx, tolerance
+from _parity import PROMISED, assert_every_row, run_onnx, tolerance, typed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -93,7 +93,7 @@ def probe_scores(s, dtype):
 @pytest.mark.parametrize("degree", [1, 7, 25, MAX_DEGREE])
 def test_calibrator_parity_everywhere(dtype, loss, transform, degree, basis):
     cal, s = fitted_calibrator(degree, loss, transform)
-    onx = to_onnx(cal, s[:1, None], dtype=dtype, basis=basis)
+    onx = to_onnx(cal, typed(s[:1, None], dtype), dtype=dtype, basis=basis)
     ops = {node.op_type for node in onx.graph.node}
     assert ("Pow" in ops) == (basis == "pow")
     grid = probe_scores(s, dtype)[:, None]
@@ -124,7 +124,7 @@ def test_parity_for_drawn_coefficients_and_inputs(degree, loss, seed, shift, log
     cal.scale_, cal.scale_below_ = 10.0**log_scale, 10.0 ** rng.uniform(-6, 6)
     x = (shift + rng.standard_cauchy(500) / 10.0**log_scale).astype(dtype)
     x = np.clip(x, -np.finfo(dtype).max, np.finfo(dtype).max)[:, None]
-    label, proba = run_onnx(to_onnx(cal, x[:1], dtype=dtype), x)
+    label, proba = run_onnx(to_onnx(cal, typed(x[:1], dtype), dtype=dtype), x)
     assert np.all(np.isfinite(proba))
     np.testing.assert_allclose(proba, cal.predict_proba(x), rtol=0, atol=tolerance(dtype))
     np.testing.assert_array_equal(label, cal.predict(x))
@@ -266,7 +266,7 @@ def test_column_transformer_pipeline_on_dataframe(mode, labels):
         clf = CalibratedClassifier(seed_pipeline(), cv=3).fit(frame[:2400], y[:2400])
     test = frame[2400:]
     for dtype in (np.float32, np.float64):
-        onx = to_onnx(clf, test[:1], dtype=dtype)
+        onx = to_onnx(clf, typed(test[:1], dtype), dtype=dtype)
         assert [i.name for i in onx.graph.input] == list(frame.columns)
         report = check_parity(clf, onx, test)
         assert report["max_abs_error"] <= tolerance(dtype) and report["labels_equal"], report
@@ -290,7 +290,7 @@ def test_graph_is_valid_and_described():
     onnx.checker.check_model(onx, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(onx, check_type=True, strict_mode=True)
     shapes = {o.name: o.type.tensor_type for o in inferred.graph.output}
-    assert shapes["probabilities"].elem_type == onnx.TensorProto.FLOAT
+    assert shapes["probabilities"].elem_type == onnx.TensorProto.DOUBLE  # float64 data
     assert shapes["label"].elem_type == onnx.TensorProto.INT64
     meta = {p.key: p.value for p in onx.metadata_props}
     assert meta["calibrator"] == "BernsteinCalibrator"
@@ -316,7 +316,9 @@ def test_plain_skl2onnx_after_one_registration_line():
 def test_zipmap_on_request():
     X, y = make_classification(600, n_features=4, random_state=1)
     clf = CalibratedClassifier(LogisticRegression(), cv=2).fit(X, y)
-    onx = to_onnx(clf, X[:1], zipmap=True)
+    with pytest.raises(ValueError, match="zipmap=True needs a float32 graph"):
+        to_onnx(clf, X[:1], zipmap=True)  # float64 data: float64 probabilities
+    onx = to_onnx(clf, X[:1].astype(np.float32), zipmap=True)  # ZipMap takes float32
     label, maps = run_onnx(onx, X[:5].astype(np.float32))
     np.testing.assert_allclose(
         [[row[c] for c in clf.classes_] for row in maps], clf.predict_proba(X[:5]), atol=1e-6
@@ -376,7 +378,7 @@ def test_calibrator_alone(name, dtype):
     grid, _ = baseline_scores(4000, 1, probability)
     extremes = [0.0, 1.0, 1e-300, 1 - 1e-16] if probability else [-1e30, 1e30, 0.0]
     grid = np.r_[grid, extremes].astype(dtype)[:, None]
-    onx = to_onnx(cal, grid[:1], dtype=dtype)
+    onx = to_onnx(cal, typed(grid[:1], dtype), dtype=dtype)
     label, proba = run_onnx(onx, grid)
     assert np.all(np.isfinite(proba))
     np.testing.assert_allclose(proba, cal.predict_proba(grid), atol=tolerance(dtype), rtol=0)
@@ -396,7 +398,7 @@ def test_inside_calibrated_classifier(name, n_classes):
     base = GaussianNB() if log_odds else LogisticRegression()
     clf = CalibratedClassifier(base, BASELINES[name](), cv=2).fit(X[:1000], y[:1000])
     for dtype in (np.float32, np.float64):
-        report = check_parity(clf, to_onnx(clf, X[:1], dtype=dtype), X[1000:])
+        report = check_parity(clf, to_onnx(clf, typed(X[:1], dtype), dtype=dtype), X[1000:])
         tol = tolerance(dtype)
         if dtype is np.float32 and (log_odds or name == "isotonic"):
             # the base model's float32 scores differ from Python's float64 ones by
@@ -499,7 +501,7 @@ def fitted_tensor_calibrator(loss, transform):
 @pytest.mark.parametrize("transform", TRANSFORMS)
 def test_parity_every_transform_loss_basis_and_dtype(transform, loss, basis, dtype):
     cal, s = fitted_tensor_calibrator(loss, transform)
-    onx = to_onnx(cal, s[:3], dtype=dtype, basis=basis)
+    onx = to_onnx(cal, typed(s[:3], dtype), dtype=dtype, basis=basis)
     onnx.checker.check_model(onx, full_check=True)
     onnx.shape_inference.infer_shapes(onx, strict_mode=True)
     X = tensor_probe(s, dtype)
@@ -517,7 +519,9 @@ def test_parity_three_and_four_scores(m):
     cal = MultivariateBernsteinCalibrator(degree=2, loss="log", score_transform="logistic")
     cal.fit(s, y)
     for dtype in (np.float32, np.float64):
-        result = check_parity(cal, to_onnx(cal, s[:3], dtype=dtype), tensor_probe(s, dtype))
+        result = check_parity(
+            cal, to_onnx(cal, typed(s[:3], dtype), dtype=dtype), tensor_probe(s, dtype)
+        )
         assert result["max_abs_error"] <= tolerance(dtype), (dtype, result)
 
 
@@ -530,7 +534,9 @@ def test_parity_at_the_top_degree(loss):
         degree=(100, 3), loss=loss, score_transform="logistic"
     ).fit(s, y)
     for dtype in (np.float32, np.float64):
-        result = check_parity(cal, to_onnx(cal, s[:3], dtype=dtype), tensor_probe(s, dtype))
+        result = check_parity(
+            cal, to_onnx(cal, typed(s[:3], dtype), dtype=dtype), tensor_probe(s, dtype)
+        )
         assert result["max_abs_error"] <= tolerance(dtype), (dtype, result)
 
 
@@ -544,7 +550,7 @@ def test_constant_columns_are_finite_for_any_input(transform):
     for model, data in ((cal, s), (both, np.full_like(s, 2.0))):
         for dtype in (np.float32, np.float64):
             X = np.vstack([data[:50], tensor_probe(s, dtype)]).astype(dtype)
-            result = check_parity(model, to_onnx(model, data[:3], dtype=dtype), X)
+            result = check_parity(model, to_onnx(model, typed(data[:3], dtype), dtype=dtype), X)
             assert result["max_abs_error"] <= tolerance(dtype), (dtype, result)
 
 
@@ -609,7 +615,7 @@ def test_parity_for_drawn_degrees_coefficients_and_inputs(problem):
     cal.degrees_ = degrees
     X = np.vstack([s, rng.normal(scale=rng.choice([1.0, 100.0, 1e6]), size=(300, m))])
     for dtype in (np.float32, np.float64):
-        result = check_parity(cal, to_onnx(cal, s[:3], dtype=dtype), X.astype(dtype))
+        result = check_parity(cal, to_onnx(cal, typed(s[:3], dtype), dtype=dtype), X.astype(dtype))
         assert result["max_abs_error"] <= tolerance(dtype), (dtype, result)
 
 
@@ -771,7 +777,7 @@ def test_float32_guard_refuses_scores_it_would_flatten():
     s = (1e8 + rng.standard_normal(3000)).reshape(-1, 1)
     y = rng.random(3000) < 1 / (1 + np.exp(-2 * (s[:, 0] - 1e8)))
     cal = BernsteinCalibrator(degree=6).fit(s, y)
-    with pytest.raises(ValueError, match="dtype=np.float32 cannot carry"):
+    with pytest.raises(ValueError, match=r"dtype=np.float32 cannot carry.*columns \[0\]"):
         to_onnx(cal, s[:50], dtype=np.float32)
     onx = to_onnx(cal, s[:50])  # left to us: float64
     assert onx.graph.input[0].type.tensor_type.elem_type == 11
@@ -779,11 +785,13 @@ def test_float32_guard_refuses_scores_it_would_flatten():
     assert np.abs(proba - cal.predict_proba(s)).max() <= 1e-9
 
 
-def test_float32_default_kept_where_it_carries_the_data():
+def test_default_dtype_follows_the_data():
     rng = np.random.default_rng(6)
     s = rng.standard_normal((500, 1))
     cal = BernsteinCalibrator(degree=4).fit(s, s[:, 0] + rng.standard_normal(500) > 0)
-    assert to_onnx(cal, s[:50]).graph.input[0].type.tensor_type.elem_type == 1
+    assert to_onnx(cal, s[:50]).graph.input[0].type.tensor_type.elem_type == 11
+    f32 = to_onnx(cal, s[:50].astype(np.float32))  # float32 data: a float32 graph
+    assert f32.graph.input[0].type.tensor_type.elem_type == 1
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -805,19 +813,26 @@ def test_empty_batch_through_exact_base_models(dtype):
 def test_float32_data_behind_a_float64_interface():
     """A float32 DataFrame exported with dtype=float64 (the shared hook's check): the
     graph takes float64 but computes on the float32 values, as Python does on them;
-    its probabilities are float64, not rounded to float32."""
+    its probabilities are float64, not rounded to float32. A LogisticRegression fitted
+    on float32 data computes its scores in float32 with BLAS, whose summation order
+    (it changes with the batch size) no graph repeats: refused in float64."""
     X, y = cents(3000, 10)
     df = pd.DataFrame(X, columns=list("abcd")).astype(np.float32)
     pre = ColumnTransformer([("n", StandardScaler(), list("abcd"))])
-    for model in (HistGradientBoostingClassifier(max_iter=20), LogisticRegression()):
-        base = Pipeline([("pre", pre), ("m", model)]).fit(df[:1500], y[:1500])
-        cal = CalibratedClassifier(FrozenEstimator(base)).fit(df[1500:2200], y[1500:2200])
-        onx = to_onnx(cal, df[:5], dtype=np.float64)
-        assert {i.type.tensor_type.elem_type for i in onx.graph.input} == {11}
-        label, proba = run_onnx(onx, df[2200:], np.float64)  # float64 feed of float32 values
-        assert proba.dtype == np.float64
-        assert np.abs(proba - cal.predict_proba(df[2200:])).max() <= 1e-12
-        np.testing.assert_array_equal(label, cal.predict(df[2200:]))
+    base = Pipeline([("pre", pre), ("m", HistGradientBoostingClassifier(max_iter=20))])
+    base.fit(df[:1500], y[:1500])
+    cal = CalibratedClassifier(FrozenEstimator(base)).fit(df[1500:2200], y[1500:2200])
+    onx = to_onnx(cal, df[:5], dtype=np.float64)
+    assert {i.type.tensor_type.elem_type for i in onx.graph.input} == {11}
+    label, proba = run_onnx(onx, df[2200:], np.float64)  # float64 feed of float32 values
+    assert proba.dtype == np.float64
+    assert np.abs(proba - cal.predict_proba(df[2200:])).max() <= 1e-12
+    np.testing.assert_array_equal(label, cal.predict(df[2200:]))
+    linear = Pipeline([("pre", pre), ("m", LogisticRegression())]).fit(df[:1500], y[:1500])
+    cal = CalibratedClassifier(FrozenEstimator(linear)).fit(df[1500:2200], y[1500:2200])
+    with pytest.raises(NotImplementedError, match="LogisticRegression was fitted on float32"):
+        to_onnx(cal, df[:5], dtype=np.float64)
+    assert check_parity(cal, to_onnx(cal, df[:5]), df[2200:])["passed"]  # float32: 1e-6
 
 
 # ------------------------------------------------------------- FusionClassifier
@@ -849,7 +864,7 @@ def fitted_three_model_fusion(n_classes):
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_one_graph_holds_every_base_model_and_the_fusion(n_classes, dtype):
     fusion, X = fitted_three_model_fusion(n_classes)
-    onx = to_onnx(fusion, X[:3], dtype=dtype)
+    onx = to_onnx(fusion, typed(X[:3], dtype), dtype=dtype)
     onnx.checker.check_model(onx, full_check=True)
     onnx.shape_inference.infer_shapes(onx, strict_mode=True)
     ops = {node.op_type for node in onx.graph.node}
@@ -887,7 +902,7 @@ def test_frozen_pipelines_on_a_dataframe(dtype):
     fusion = FusionClassifier(
         estimators, calibrator=MultivariateBernsteinCalibrator(degree=(3, 2))
     ).fit(frame, y)
-    onx = to_onnx(fusion, frame[:3], dtype=dtype)
+    onx = to_onnx(fusion, typed(frame[:3], dtype), dtype=dtype)
     result = check_parity(fusion, onx, frame)
     assert result["max_abs_error"] <= tolerance(dtype), result
     assert result["labels_equal"]

@@ -114,7 +114,7 @@ def test_worst_rows_are_the_rows_float32_moves():
     probe = s.astype(np.float32).astype(np.float64)  # float32 changes none of these...
     moved = [5, 50, 500, 1234]
     probe[moved, 0] += [3e-4, -4e-4, 2e-4, -1e-4]  # ...and rounds these four
-    onx = to_onnx(cal, probe[:2], dtype=np.float32)
+    onx = to_onnx(cal, probe[:2].astype(np.float32), dtype=np.float32)
     report = check_parity(cal, onx, probe)
     consistent(report)
     assert {row for row, _ in report["worst_rows"][:4]} == set(moved)
@@ -167,7 +167,7 @@ def test_float32_graph_of_large_features_diverges_in_the_base_model(data):
     X = X + 1e4  # float32 holds these 1e-3 apart
     clf = CalibratedClassifier(make_pipeline(StandardScaler(), LogisticRegression()), cv=2)
     clf.fit(X[:1000], y[:1000])
-    report = check_parity(clf, to_onnx(clf, X[:1], dtype=np.float32), X[1000:])
+    report = check_parity(clf, to_onnx(clf, X[:1].astype(np.float32), dtype=np.float32), X[1000:])
     consistent(report)
     assert not report["passed"]
     assert report["stage"] == "base model"
@@ -228,7 +228,7 @@ def test_stage_names_the_corrupted_part(where, dtype, data):
     base = LogisticRegression().fit(X[:800], y[:800])
     clf = CalibratedClassifier(FrozenEstimator(base), BernsteinCalibrator(degree=5))
     model = make_pipeline(StandardScaler(), clf).fit(X[800:1300], y[800:1300])
-    onx = to_onnx(model, X[:1], dtype=dtype)
+    onx = to_onnx(model, X[:1].astype(dtype), dtype=dtype)
     test = X[1300:].astype(dtype)  # what the graph receives: only corruption can differ
     assert check_parity(model, onx, test)["passed"]
     report = check_parity(model, _corrupt(onx, where), test)
@@ -255,7 +255,12 @@ def test_dataframe_is_given_to_python_as_is():
     exact = check_parity(clf, to_onnx(clf, test[:1], dtype=np.float64), test)
     consistent(exact)
     assert exact["passed"] and exact["n_rows"] == len(test), exact
-    rounded = check_parity(clf, to_onnx(clf, test[:1], dtype=np.float32), test)
+    # a float32 interface cannot hold the income column: to_onnx refuses it by name
+    with pytest.raises(ValueError, match=r"cannot carry.*\['income', 'score'\]"):
+        to_onnx(clf, test[:1], dtype=np.float32)
+    # a graph built for float32 data, fed the float64 frame cast to float32
+    as_float32 = test.astype({"income": np.float32, "score": np.float32})
+    rounded = check_parity(clf, to_onnx(clf, as_float32[:1], dtype=np.float32), test)
     consistent(rounded)
     # the float32 feed rounds the income column; Python saw it in float64
     assert rounded["max_abs_error"] > exact["max_abs_error"]
@@ -270,7 +275,7 @@ def test_fusion_failure_stage_is_unknown(data):
     ]
     fusion = FusionClassifier(bases, calibrator=MultivariateBernsteinCalibrator(degree=3))
     fusion.fit(X[600:1200], y[600:1200])
-    onx = to_onnx(fusion, X[:1], dtype=np.float32)
+    onx = to_onnx(fusion, X[:1].astype(np.float32), dtype=np.float32)
     report = check_parity(fusion, onx, X[1200:], tol=0.0)  # float32 rounding fails tol 0
     consistent(report)
     assert not report["passed"] and report["stage"] == "unknown"

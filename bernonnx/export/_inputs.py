@@ -122,7 +122,11 @@ def input_layout(model, X) -> str:
     if not _is_frame(X):
         return "array"
     consumers = _first_consumers(model)
-    routed = [isinstance(c, ColumnTransformer) for c in consumers]
+    # a calibrator on its own reads one score per column (its converter joins them)
+    routed = [
+        isinstance(c, ColumnTransformer) or type(c).__module__.startswith("bernonnx.")
+        for c in consumers
+    ]
     if consumers and all(routed):
         return "columns"
     if any(routed):

@@ -313,7 +313,7 @@ def to_onnx(
     from bernonnx.converters import register_converters
     from bernonnx.converters.base_scores import SAMPLE
     from bernonnx.converters.exact import EXACT_PARSERS, EXACT_TRANSFORMERS
-    from bernonnx.converters.supported import refusal, unsupported_steps
+    from bernonnx.converters.supported import float32_fit_problems, refusal, unsupported_steps
 
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
@@ -350,10 +350,20 @@ def to_onnx(
             raise ValueError(
                 f"dtype=np.float32 cannot carry these inputs exactly: rounding X_sample to "
                 f"float32 changes values in its columns [{shown}] and moves the model's "
-                f"probabilities by up to {loss:.3g} there; a threshold inside the model "
-                "can send a rounded value the other way. Export float64 (dtype=None), or "
-                "fit and serve the model on float32 data"
+                f"probabilities by up to {loss:.3g} there, and a threshold inside the model "
+                "can send a rounded value the other way; use dtype=np.float64 (the default "
+                "for these data), or fit and serve the model on float32 data"
             )
+    if zipmap and (dtype == np.float64 or narrow):
+        raise ValueError(
+            "zipmap=True needs a float32 graph fed float32 data (ZipMap takes float32 "
+            "probabilities only, which cannot hold a float64 graph's results); pass float32 "
+            "X_sample, or keep zipmap=False"
+        )
+    if dtype == np.float64 and float32_data:
+        problems = problems + float32_fit_problems(model)
+        if problems and not allow_inexact:
+            raise NotImplementedError(refusal(problems))
     build = np.dtype(np.float64) if narrow else dtype
     register_converters()
     final = _final_estimator(model)

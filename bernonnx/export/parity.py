@@ -272,10 +272,12 @@ def check_parity(
         outputs = run_onnx(onnx_model, feed)
 
     classes = getattr(model, "classes_", None)
-    got = _as_matrix(outputs["probabilities"], classes)
+    # skl2onnx names ZipMap's output after it; the graph's order is label, probabilities
+    label_name, proba_name = (o.name for o in onnx_model.graph.output[:2])
+    got = _as_matrix(outputs[proba_name], classes)
     expected = np.asarray(model.predict_proba(X), dtype=np.float64)
     errors = _row_errors(got, expected)
-    label = np.asarray(outputs["label"]).ravel()
+    label = np.asarray(outputs[label_name]).ravel()
     expected_label = np.asarray(model.predict(X)).ravel()
     if label.shape == expected_label.shape:
         n_mismatches = int(np.count_nonzero(label != expected_label))
