@@ -18,10 +18,10 @@ Final classifiers (behind ``BernonnxRawScores``, see ``converters/base_scores.py
 each emitting float64 scores::
 
     linear (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Perceptron)
-            Cast -> MatMul(coef.T) -> Add(intercept)   [Sigmoid / softmax for proba]
+            Cast -> MatMul(coef.T) -> Add(intercept)   [expit / softmax for proba]
     GaussianNB   joint log-likelihood: Sub(theta) -> Mul -> Div(var) -> ReduceSum,
                  then scikit-learn's logsumexp for probabilities
-    MLPClassifier  MatMul/Add per layer, Relu/Tanh/Sigmoid, Sigmoid or softmax
+    MLPClassifier  MatMul/Add per layer, Relu/Tanh/expit, expit or softmax
     trees (DecisionTree, RandomForest, ExtraTrees, GradientBoosting,
            HistGradientBoosting)
             TreeEnsembleRegressor whose target t is the leaf id reached in tree t
@@ -58,6 +58,7 @@ from bernonnx.converters.exact_models import (
     SVC_KERNELS,
     binary_pair,
     cast_to,
+    expit,
     gaussian_nb_jll,
     linear_scores,
     logsumexp,
@@ -123,7 +124,7 @@ def exact_scores(g: GraphWriter, x: str, elem: int, model, method: str, options:
             return scores
         if method == "decision_function":
             return signed_pair(g, scores)
-        return binary_pair(g, g.node("Sigmoid", [scores]))  # the loss's expit
+        return binary_pair(g, expit(g, scores))  # the loss's expit
     if isinstance(model, GaussianNB):
         if log_proba:  # bernonnx._meta.gaussian_nb_jll64: float64 whatever the fit
             jll = gaussian_nb_jll(g, cast_to(g, x, DOUBLE, elem), model, DOUBLE, float64=True)
@@ -139,7 +140,7 @@ def exact_scores(g: GraphWriter, x: str, elem: int, model, method: str, options:
             return signed_pair(g, z) if n_classes == 2 else one_vs_rest_log_odds(g, z, n_classes)
         if model.out_activation_ == "softmax":
             return softmax(g, z)
-        return binary_pair(g, g.node("Sigmoid", [z]))
+        return binary_pair(g, expit(g, z))
     if isinstance(model, SVC):
         z = svc_decision(g, cast_to(g, x, DOUBLE, elem), model)
         return signed_pair(g, z) if n_classes == 2 else z
@@ -155,4 +156,4 @@ def exact_scores(g: GraphWriter, x: str, elem: int, model, method: str, options:
         return signed_pair(g, z) if n_classes == 2 else z
     if log_proba:
         return one_vs_rest_log_odds(g, z, n_classes)
-    return binary_pair(g, g.node("Sigmoid", [z])) if n_classes == 2 else softmax(g, z)
+    return binary_pair(g, expit(g, z)) if n_classes == 2 else softmax(g, z)

@@ -2,10 +2,10 @@
 ``converters/exact.py``, see there), each in the precision scikit-learn uses::
 
     linear (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Perceptron)
-            Cast -> MatMul(coef.T) -> Add(intercept)   [Sigmoid / softmax for proba]
+            Cast -> MatMul(coef.T) -> Add(intercept)   [expit / softmax for proba]
     GaussianNB   joint log-likelihood: Sub(theta) -> Mul -> Div(var) -> ReduceSum,
                  then scikit-learn's logsumexp for probabilities
-    MLPClassifier  MatMul/Add per layer, Relu/Tanh/Sigmoid, Sigmoid or softmax
+    MLPClassifier  MatMul/Add per layer, Relu/Tanh/expit, expit or softmax
     SVC          libsvm's one-vs-one decision values, then scikit-learn's
                  sign flip (binary) or one-vs-rest votes
 """
@@ -159,12 +159,26 @@ def gaussian_nb_jll(g: GraphWriter, x: str, model, elem: int, float64: bool = Fa
 _ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh", "logistic": "Sigmoid", "identity": None}
 
 
+def expit(g: GraphWriter, z: str, elem: int = DOUBLE) -> str:
+    """scipy's ``expit`` (scikit-learn's logistic): ``1 / (1 + exp(-z))``. In double,
+    onnxruntime's Sigmoid is an approximation: 3e-8 relative at z = -20, and 0 from
+    z = -40 where expit gives 4e-18, which a calibrator reading probabilities on a
+    log scale turns into 0.08 of probability. Float32 graphs keep Sigmoid (within
+    their tolerance)."""
+    if elem != DOUBLE:
+        return g.node("Sigmoid", [z])
+    one = g.const("one", 1.0, DOUBLE, [])
+    return g.node("Div", [one, g.node("Add", [one, g.node("Exp", [g.node("Neg", [z])])])])
+
+
 def mlp_logits(g: GraphWriter, x: str, model, elem: int) -> str:
     """The MLP's forward pass up to the output activation, in ``elem`` precision."""
     act = _ACTIVATIONS[model.activation]
     for i, (w, b) in enumerate(zip(model.coefs_, model.intercepts_, strict=True)):
         x = linear_scores(g, x, np.asarray(w).T, b, elem)
-        if i < len(model.coefs_) - 1 and act is not None:
+        if i < len(model.coefs_) - 1 and act == "Sigmoid":
+            x = expit(g, x, elem)
+        elif i < len(model.coefs_) - 1 and act is not None:
             x = g.node(act, [x])
     return x
 

@@ -165,26 +165,30 @@ def _finals(model) -> list:
     return out
 
 
-def float32_fit_problems(model) -> list[str]:
-    """Steps a float64 graph cannot reproduce: models fitted on float32 data that
-    compute their scores in float32 with BLAS (linear models, MLPs) or numpy's float32
-    ``exp`` (GaussianNB's probabilities), whose summation orders and roundings no graph
-    can repeat; Python's own results there change with the batch size. A float32 graph
-    holds them within its 1e-6."""
+def float32_fit_problems(model, float64_graph: bool) -> list[str]:
+    """Steps a graph cannot reproduce on float32 data: models fitted on float32 data
+    compute in float32 with BLAS (linear models, MLPs: a float32 graph is within its
+    1e-6 of them, a float64 graph is not within 1e-9) or with numpy's float32 ``exp``,
+    not correctly rounded (GaussianNB's probabilities: 2.4e-6 off in a float32 graph on
+    real data); their summation orders and roundings no graph can repeat, and Python's
+    own results change with the batch size."""
     problems = []
     for final, _, log_odds_from in _finals(model):
         name = type(final).__name__
         if isinstance(final, GaussianNB):
-            float32 = np.asarray(final.theta_).dtype == np.float32 and log_odds_from is None
-        elif hasattr(final, "coefs_"):
-            float32 = np.asarray(final.coefs_[0]).dtype == np.float32
-        else:
-            float32 = np.asarray(getattr(final, "coef_", np.zeros(0))).dtype == np.float32
-        if float32:
+            if np.asarray(final.theta_).dtype == np.float32 and log_odds_from is None:
+                problems.append(
+                    f"{name} was fitted on float32 data and computes its probabilities with "
+                    "numpy's float32 exp, which no graph repeats: calibrate its log-odds "
+                    "(log_odds=True, exact), or fit on float64 data"
+                )
+            continue
+        coef = final.coefs_[0] if hasattr(final, "coefs_") else getattr(final, "coef_", None)
+        if float64_graph and coef is not None and np.asarray(coef).dtype == np.float32:
             problems.append(
-                f"{name} was fitted on float32 data and computes in float32 (BLAS sums, "
-                "numpy's float32 exp), which a float64 graph cannot repeat: export "
-                "dtype=np.float32 (within 1e-6), or fit on float64 data"
+                f"{name} was fitted on float32 data and computes in float32 (BLAS sums), "
+                "which a float64 graph cannot repeat: export dtype=np.float32 (within "
+                "1e-6), or fit on float64 data"
             )
     return list(dict.fromkeys(problems))
 

@@ -360,8 +360,8 @@ def to_onnx(
             "probabilities only, which cannot hold a float64 graph's results); pass float32 "
             "X_sample, or keep zipmap=False"
         )
-    if dtype == np.float64 and float32_data:
-        problems = problems + float32_fit_problems(model)
+    if float32_data:
+        problems = problems + float32_fit_problems(model, float64_graph=dtype == np.float64)
         if problems and not allow_inexact:
             raise NotImplementedError(refusal(problems))
     build = np.dtype(np.float64) if narrow else dtype
