@@ -449,3 +449,102 @@ def test_scores_far_beyond_a_rescaled_fit_give_the_limits_without_warnings():
     assert np.all(np.isfinite(p)) and np.all(np.diff(p) >= 0)
     _, proba = run_graph(cal, grid[:, None], np.float64)
     np.testing.assert_allclose(proba, cal.predict_proba(grid), atol=1e-12, rtol=0)
+
+
+# ---- issue 22: attach, Dask, Spark and the CLI
+
+
+def _identity_model(in_shape, out_shape, elem=None):
+    """An ONNX model whose output ``S`` is its input ``X`` (float32). onnxruntime runs
+    it with ``out_shape=None`` (no shape), which the ONNX checker refuses."""
+    from onnx import TensorProto, helper
+
+    elem = TensorProto.FLOAT if elem is None else elem
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["X"], ["S"])],
+        "identity",
+        [helper.make_tensor_value_info("X", elem, in_shape)],
+        [helper.make_tensor_value_info("S", elem, out_shape)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.fixture(scope="module")
+def one_score_calibrator():
+    rng = np.random.default_rng(22)
+    s = rng.normal(size=2000)
+    y = (rng.random(2000) < 1 / (1 + np.exp(-2 * s))).astype(int)
+    return PlattCalibrator().fit(s, y), s
+
+
+@pytest.mark.parametrize("out_shape", [["N", None], [None, None], None], ids=str)
+def test_issue_22_attach_of_unknown_width_fails_the_run_on_two_columns(
+    one_score_calibrator, out_shape
+):
+    """2,000 rows of two columns gave 4,000 probabilities (Reshape(-1, 1)); now the
+    merged graph refuses to run, and one score per row still runs."""
+    from bernonnx import attach
+
+    cal, s = one_score_calibrator
+    merged = attach(_identity_model(["N", None], out_shape), cal, output="S")
+    two = np.c_[s, s].astype(np.float32)
+    with pytest.raises(Exception, match="adapter_one_score_per_row"):
+        run_onnx(merged, {"X": two})
+    one = s[:, None].astype(np.float32)
+    p = run_onnx(merged, {"X": one})["probabilities"]
+    assert p.shape == (2000, 2)
+    np.testing.assert_allclose(p, cal.predict_proba(one), rtol=0, atol=1e-6)
+
+
+def test_issue_22_attach_output_without_a_type(one_score_calibrator):
+    """An output declared without a type gave onnx's ValidationError; shape inference
+    now types it (and finds the two columns), and a kept untyped output is named."""
+    from onnx import TensorProto, helper
+
+    from bernonnx import attach
+
+    cal, _ = one_score_calibrator
+    model = _identity_model(["N", 2], ["N", 2])
+    model.graph.output[0].ClearField("type")
+    with pytest.raises(ValueError, match=r"'S' has shape \[None, 2\].*pass column="):
+        attach(model, cal, output="S")
+    merged = attach(model, cal, output="S", column=1)
+    assert [o.name for o in merged.graph.output] == ["label", "probabilities"]
+
+    # a second output, untyped and beyond shape inference (an unknown op)
+    model = _identity_model(["N", 1], ["N", 1])
+    model.graph.node.append(helper.make_node("Mystery", ["X"], ["T"], domain="custom"))
+    model.graph.output.append(helper.make_empty_tensor_value_info("T"))
+    model.opset_import.append(helper.make_opsetid("custom", 1))
+    with pytest.raises(ValueError, match=r"keep_outputs=True keeps the model's output 'T'"):
+        attach(model, cal, output="S", keep_outputs=True)
+    merged = attach(model, cal, output="S")  # not kept: dropped, as attach drops outputs
+    assert [o.name for o in merged.graph.output] == ["label", "probabilities"]
+    assert TensorProto.FLOAT == merged.graph.input[0].type.tensor_type.elem_type
+
+
+def test_issue_22_attach_unloaded_external_data_is_named(one_score_calibrator, tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from bernonnx import attach
+
+    cal, s = one_score_calibrator
+    weight = numpy_helper.from_array(np.full((1, 1), 2.0, np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["S"])],
+        "scaled",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1])],
+        [helper.make_tensor_value_info("S", TensorProto.FLOAT, ["N", 1])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    unloaded = onnx.load(path, load_external_data=False)
+    with pytest.raises(ValueError, match=r"'W' in 'w.bin'.*not loaded|not loaded.*'W' in"):
+        attach(unloaded, cal, output="S")
+    merged = attach(path, cal, output="S")  # a path loads the data beside it
+    x = s[:50, None].astype(np.float32)
+    expected = cal.predict_proba(2 * x)
+    np.testing.assert_allclose(run_onnx(merged, {"X": x})["probabilities"], expected, atol=1e-6)
