@@ -548,3 +548,107 @@ def test_issue_22_attach_unloaded_external_data_is_named(one_score_calibrator, t
     x = s[:50, None].astype(np.float32)
     expected = cal.predict_proba(2 * x)
     np.testing.assert_allclose(run_onnx(merged, {"X": x})["probabilities"], expected, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A 2-worker LocalCluster, as tests/test_dask.py uses (its tests share its xdist group)."""
+    pytest.importorskip("distributed", reason='needs the dask extra: pip install -e ".[dask]"')
+    pytest.importorskip("dask.dataframe", reason='needs the dask extra: pip install -e ".[dask]"')
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def _dask_rows(n=4000, seed=22):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * s))).astype(np.int64)
+    return s, y
+
+
+@pytest.mark.xdist_group("dask")
+def test_issue_22_dask_predict_proba_refuses_two_columns(dask_client):
+    """A frame [id, s] had its id column calibrated (dp 0.70); fit refused it already."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from bernonnx.dask import predict_proba
+
+    s, y = _dask_rows()
+    cal = BernsteinCalibrator(degree=4).fit(s, y)
+    frame = dd.from_pandas(pd.DataFrame({"id": np.arange(s.size, dtype=float), "s": s}), 3)
+    with pytest.raises(ValueError, match=r"X must be one column; got a dataframe of 2 columns"):
+        predict_proba(cal, frame)
+    with pytest.raises(ValueError, match=r"X must be one column; got a dataframe of 2 columns"):
+        BernsteinCalibrator().fit(frame, dd.from_pandas(pd.Series(y), 3))
+    p = predict_proba(cal, frame[["s"]]).compute().to_numpy()
+    np.testing.assert_array_equal(p, cal.predict_proba(s)[:, 1])
+
+
+@pytest.mark.xdist_group("dask")
+def test_issue_22_dask_empty_and_zero_weight_partitions(dask_client):
+    """Empty partitions crashed fit ("cannot reshape array of size 0")."""
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+
+    s, y = _dask_rows()
+    w = np.ones(s.size)
+    w[2000:2500] = 0.0  # one whole partition of zero weights
+    rows = pd.DataFrame({"s": s, "y": y, "w": w})
+    cuts = [0, 0, 2000, 2000, 2500, 4000, 4000]
+    parts = [rows.iloc[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    frame = dd.from_delayed([dask.delayed(p) for p in parts], meta=rows.iloc[:0])
+    for params in ({}, {"loss": "squared"}):
+        cal = BernsteinCalibrator(**params).fit(frame[["s"]], frame["y"], frame["w"])
+        ref = BernsteinCalibrator(**params).fit(s, y, w)
+        assert cal.degree_ == ref.degree_
+        np.testing.assert_allclose(cal.predict_proba(s), ref.predict_proba(s), rtol=0, atol=1e-9)
+    for est in (PlattCalibrator(), IsotonicCalibrator()):
+        cal = est.fit(frame[["s"]], frame["y"], frame["w"])
+        ref = type(est)().fit(s, y, w)
+        np.testing.assert_allclose(cal.predict_proba(s), ref.predict_proba(s), rtol=0, atol=1e-9)
+
+
+@pytest.mark.xdist_group("dask")
+@pytest.mark.filterwarnings("ignore:Dask currently has limited support:UserWarning")
+@pytest.mark.parametrize("column", ["y", "s"])
+def test_issue_22_dask_pd_na_is_a_named_value_error(dask_client, column):
+    """pd.NA in a nullable column gave numpy's TypeError."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    s, y = _dask_rows()
+    rows = pd.DataFrame({"s": pd.array(s, dtype="Float64"), "y": pd.array(y, dtype="Int64")})
+    rows.loc[2100, column] = pd.NA
+    frame = dd.from_pandas(rows, npartitions=2)
+    match = "y contains 1 missing labels" if column == "y" else "scores contains NaN"
+    with pytest.raises(ValueError, match=match):
+        BernsteinCalibrator().fit(frame[["s"]], frame["y"])
+
+
+@pytest.mark.xdist_group("dask")
+def test_issue_22_dask_data_changing_between_passes(dask_client):
+    """Scores drawn anew on each compute ended in an IndexError in weighted_quantiles."""
+    import dask
+    import dask.array as da
+
+    def draw(i):
+        return np.random.default_rng().normal(size=1000)  # unseeded on purpose
+
+    s = da.concatenate(
+        [da.from_delayed(dask.delayed(draw)(i), shape=(1000,), dtype=float) for i in range(4)]
+    )
+    y = da.from_array(np.arange(4000) % 2, chunks=1000)
+    with pytest.raises(ValueError, match=r"the data changed between passes: pass 1 read 4,000"):
+        BernsteinCalibrator().fit(s, y)
+    # the same rows, persisted: one draw, read by every pass
+    fitted = BernsteinCalibrator().fit(s.persist(), y)
+    assert fitted.degree_ >= 1
