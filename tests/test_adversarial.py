@@ -652,3 +652,139 @@ def test_issue_22_dask_data_changing_between_passes(dask_client):
     # the same rows, persisted: one draw, read by every pass
     fitted = BernsteinCalibrator().fit(s.persist(), y)
     assert fitted.degree_ >= 1
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    """A local[2] SparkSession as tests/test_spark.py makes it (its tests share its xdist
+    group, so one JVM serves both modules' workers in turn)."""
+    import os
+    import sys
+
+    pytest.importorskip("pyspark", reason="the spark extra is not installed")
+    pytest.importorskip("pyarrow", reason="the spark extra is not installed")
+    from pyspark.sql import SparkSession
+
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    for key in saved:
+        os.environ[key] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("bernonnx-adversarial")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2500")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+_SPARK_WARNINGS = [
+    pytest.mark.xdist_group("spark"),
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+    pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
+]
+
+
+def _spark_marks(test):
+    for mark in _SPARK_WARNINGS:
+        test = mark(test)
+    return test
+
+
+@_spark_marks
+@pytest.mark.parametrize(
+    ("column", "values", "match"),
+    [
+        ("score", [0.1, np.nan, 0.3, 0.5], r"score_col='score' has 1 NaN values; calibrators"),
+        ("score", [0.1, np.nan, None, 0.5], r"score_col='score' has 1 null values and 1 NaN"),
+        ("score", [0.1, None, 0.3, 0.5], r"score_col='score' has 1 null values; drop"),
+        ("label", [0.0, np.nan, 0.0, 1.0], r"label_col='label' has 1 NaN values; every row"),
+        ("w", [1.0, np.nan, 1.0, 1.0], r"weight_col='w' has 1 NaN values; weights must"),
+        ("score", [0.1, np.inf, 0.3, 0.5], r"score_col='score' contains inf"),
+    ],
+)
+def test_issue_22_spark_nan_is_reported_as_nan(spark_session, column, values, match):
+    """NaN was reported as 'null values'; Spark tells the two apart, and so does the error.
+    (Rows from Python, not pandas: pandas NaN becomes a Spark null on the way in.)"""
+    from bernonnx.spark import fit_calibrator
+
+    frame = {"score": [0.1, 0.2, 0.3, 0.5], "label": [0.0, 1.0, 0.0, 1.0], "w": [1.0] * 4}
+    frame[column] = [None if v is None else float(v) for v in values]
+    rows = list(zip(frame["score"], frame["label"], frame["w"], strict=True))
+    df = spark_session.createDataFrame(rows, "score double, label double, w double")
+    with pytest.raises(ValueError, match=match):
+        fit_calibrator(df, "score", "label", "w")
+
+
+def _unstable(spark_session, change):
+    """A DataFrame Spark computes anew on each job with unseeded randomness: ``change``
+    'rows' drops a random fifth of the rows, 'values' adds noise to the scores."""
+    import pandas as pd
+
+    rng = np.random.default_rng(22)
+    s = rng.normal(size=6000)
+    y = (rng.random(6000) < 1 / (1 + np.exp(-2 * s))).astype(np.int64)
+    base = spark_session.createDataFrame(pd.DataFrame({"score": s, "label": y})).repartition(3)
+
+    def jitter(frames):
+        noise = np.random.default_rng()  # unseeded on purpose
+        for frame in frames:
+            if change == "rows":
+                yield frame[noise.random(len(frame)) < 0.8]
+            else:
+                yield frame.assign(score=frame["score"] + noise.normal(0, 1e-3, len(frame)))
+
+    return base.mapInPandas(jitter, base.schema)
+
+
+@_spark_marks
+@pytest.mark.parametrize("change", ["rows", "values"])
+def test_issue_22_spark_data_changing_between_passes(spark_session, change):
+    from bernonnx.spark import fit_calibrator
+
+    df = _unstable(spark_session, change)
+    with pytest.raises(ValueError, match="the data changed between passes"):
+        fit_calibrator(df, "score", "label", calibrator=BernsteinCalibrator(degree=3))
+
+
+@_spark_marks
+def test_issue_22_spark_sample_equals_the_rows_the_fit_reads(spark_session):
+    """``df.repartition(4).sample(0.5)``, not cached: every pass reads the same rows, so
+    no check fires, and the fit equals the in-memory fit of
+    ``df.select(score, label).toPandas()`` (the promise, as the docs now word it). Its
+    distance to the fit on ``df.toPandas()``, whose order depends on the other columns,
+    is what the docs warn about; cached, the two orders are one."""
+    import pandas as pd
+
+    from bernonnx.spark import fit_calibrator
+
+    rng = np.random.default_rng(0)
+    n = 12_000
+    s = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-1.5 * s))).astype(np.int64)
+    frame = pd.DataFrame({"score": s, "label": y, "other": rng.normal(size=n)})
+    sampled = spark_session.createDataFrame(frame).repartition(4).sample(0.5, seed=1)
+    grid = np.linspace(-4, 4, 801)
+    for df in (sampled, sampled.cache()):
+        fitted = fit_calibrator(df, "score", "label")
+        read = df.select("score", "label").toPandas()
+        expected = BernsteinCalibrator().fit(read["score"].to_numpy(), read["label"].to_numpy())
+        assert fitted.degree_ == expected.degree_
+        dp = np.abs(fitted.predict_proba(grid) - expected.predict_proba(grid)).max()
+        assert dp <= 1e-9
+    whole = sampled.toPandas()  # cached now: the same order as the fit's columns
+    expected = BernsteinCalibrator().fit(whole["score"].to_numpy(), whole["label"].to_numpy())
+    np.testing.assert_allclose(
+        fitted.predict_proba(grid), expected.predict_proba(grid), rtol=0, atol=1e-9
+    )
+    sampled.unpersist()
