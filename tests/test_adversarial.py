@@ -788,3 +788,163 @@ def test_issue_22_spark_sample_equals_the_rows_the_fit_reads(spark_session):
         fitted.predict_proba(grid), expected.predict_proba(grid), rtol=0, atol=1e-9
     )
     sampled.unpersist()
+
+
+@pytest.fixture
+def labelled_scores():
+    rng = np.random.default_rng(22)
+    s = rng.normal(size=3000)
+    y = rng.random(3000) < 1 / (1 + np.exp(-2 * s))
+    return s, y
+
+
+def _graph_probabilities(path, s):
+    import onnx
+
+    return run_onnx(onnx.load(path), {"X": s[:, None].astype(np.float32)})["probabilities"]
+
+
+@pytest.mark.parametrize("stream", ["--no-stream", "--stream"])
+@pytest.mark.parametrize("positive", ["True", "false"])
+def test_issue_22_cli_parquet_bool_labels_take_pos_label_true(
+    run, tmp_path, labelled_scores, stream, positive
+):
+    """A bool label column with --pos-label True was refused ("not a value of column")."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    s, y = labelled_scores
+    pq.write_table(pa.table({"s": s, "y": y}), tmp_path / "bool.parquet")
+    out = tmp_path / "bool.onnx"
+    args = ["export", tmp_path / "bool.parquet", "--label", "y", "--score", "s"]
+    printed, _ = run(*args, "--method", "platt", "--pos-label", positive, stream, "--onnx", out)
+    assert f"positive label '{positive.capitalize()}' is class 1" in printed
+    target = y if positive == "True" else ~y
+    expected = PlattCalibrator().fit(s, target.astype(int)).predict_proba(s)
+    np.testing.assert_allclose(_graph_probabilities(out, s), expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("command", ["export", "compare"])
+def test_issue_22_cli_dictionary_encoded_labels_stream(
+    run, tmp_path, labelled_scores, monkeypatch, command
+):
+    """Dictionary-encoded string labels with --stream ended in an unexpected
+    ArrowTypeError (exit 1); their "NA" text was not read as a missing label either."""
+    import json
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
+    s, y = labelled_scores
+    text = np.where(y, "yes", "no").astype(object)
+    text[17] = "NA"
+    pq.write_table(pa.table({"s": s, "y": pa.array(text).dictionary_encode()}), tmp_path / "d.pq")
+    pq.write_table(pa.table({"s": s, "y": pa.array(text)}), tmp_path / "plain.pq")
+    base = ["--label", "y", "--score", "s", "--method", "platt", "--pos-label", "yes"]
+    if command == "compare":
+        streamed, err = run("compare", tmp_path / "d.pq", *base, "--stream", "--format", "json")
+        plain, _ = run("compare", tmp_path / "plain.pq", *base, "--stream", "--format", "json")
+        results = [json.loads(text)["results"] for text in (streamed, plain)]
+        for rows in results:
+            for row in rows:
+                row.pop("fit_seconds")
+        assert results[0] == results[1]
+    else:
+        _, err = run("export", tmp_path / "d.pq", *base, "--stream", "--onnx", tmp_path / "d.onnx")
+        run("export", tmp_path / "plain.pq", *base, "--stream", "--onnx", tmp_path / "p.onnx")
+        np.testing.assert_array_equal(
+            _graph_probabilities(tmp_path / "d.onnx", s),
+            _graph_probabilities(tmp_path / "p.onnx", s),
+        )
+    assert "dropped 1 row with a missing label" in err
+
+
+def test_issue_22_cli_attach_triton_fixed_shape_writes_nothing(run, tmp_path, labelled_scores):
+    """attach --triton on a fixed-shape input wrote the .onnx, then failed with exit 1."""
+    import onnx
+
+    s, y = labelled_scores
+    onnx.save(_identity_model([1, 1], [1, 1]), tmp_path / "fixed.onnx")
+    np.savetxt(tmp_path / "s.csv", np.c_[y, s], delimiter=",", header="y,s", comments="")
+    out, triton = tmp_path / "merged.onnx", tmp_path / "triton"
+    args = ["attach", tmp_path / "fixed.onnx", tmp_path / "s.csv", "--label", "y"]
+    args += ["--score", "s", "--output", "S", "--onnx", out, "--triton", triton]
+    _, err = run(*args, expect=2)
+    assert f"--triton {triton}" in err and "'X' has shape [1, 1]" in err
+    assert "max_batch_size=0" in err and "nothing was written" in err
+    assert not out.exists() and not triton.exists()
+    run(*args[:-2])  # without --triton the same model attaches
+    assert out.exists()
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "status"), [("", 2), (";;", 2), ('"', 2), ("\\t", 0), ("tab", 0)]
+)
+def test_issue_22_cli_delimiter_must_be_one_character(
+    run, tmp_path, labelled_scores, delimiter, status
+):
+    """--delimiter "" exited 1 with csv's TypeError; a usage error is exit 2, and a tab
+    may be written as the shell passes it."""
+    s, y = labelled_scores
+    np.savetxt(tmp_path / "s.tsv", np.c_[y, s], delimiter="\t", header="y\ts", comments="")
+    out = tmp_path / "t.onnx"
+    args = ["export", tmp_path / "s.tsv", "--label", "y", "--score", "s", "--method", "platt"]
+    _, err = run(*args, "--delimiter", delimiter, "--onnx", out, expect=status)
+    if status:
+        assert "argument --delimiter" in err and not out.exists()
+    else:
+        assert out.exists()
+
+
+def test_issue_22_triton_config_folder_replaces_nothing(run, tmp_path, labelled_scores):
+    """A config.pbtxt that is a folder let write_triton_repository replace model.onnx,
+    then fail with IsADirectoryError; the command line refuses it too, writing nothing."""
+    from bernonnx.deploy import write_triton_repository
+    from bernonnx.export import to_onnx
+
+    s, y = labelled_scores
+    repository = tmp_path / "repo"
+    (repository / "m" / "config.pbtxt").mkdir(parents=True)
+    (repository / "m" / "1").mkdir()
+    (repository / "m" / "1" / "model.onnx").write_bytes(b"old model")
+    graph = to_onnx(PlattCalibrator().fit(s, y), s[:5, None], dtype=np.float32)
+    with pytest.raises(ValueError, match=r"config.pbtxt is a folder"):
+        write_triton_repository(graph, repository, "m")
+    assert (repository / "m" / "1" / "model.onnx").read_bytes() == b"old model"
+    (tmp_path / "file").write_text("a file, not a folder")
+    with pytest.raises(ValueError, match=r"is a file, so"):
+        write_triton_repository(graph, tmp_path / "file" / "repo", "m")
+
+    np.savetxt(tmp_path / "s.csv", np.c_[y, s], delimiter=",", header="y,s", comments="")
+    (tmp_path / "m.onnx").write_bytes(b"old onnx")
+    args = ["export", tmp_path / "s.csv", "--label", "y", "--score", "s", "--method", "platt"]
+    _, err = run(*args, "--onnx", tmp_path / "m.onnx", "--triton", repository, expect=2)
+    assert "config.pbtxt is a folder" in err
+    assert (tmp_path / "m.onnx").read_bytes() == b"old onnx"
+    assert (repository / "m" / "1" / "model.onnx").read_bytes() == b"old model"
+
+
+@pytest.mark.parametrize("sample_rows", [200_000, 500])
+def test_issue_22_cli_streamed_parity_sample_counts_rows(
+    run, tmp_path, labelled_scores, monkeypatch, sample_rows
+):
+    """'parity on a sample of 3,002 of the 3,000 rows': the extremes were appended to a
+    sample that held every row already."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import re
+
+    import pyarrow as pa
+
+    monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
+    monkeypatch.setattr("bernonnx.cli._stream.SAMPLE_ROWS", sample_rows)
+    s, y = labelled_scores
+    pq.write_table(pa.table({"s": s, "y": y.astype(int)}), tmp_path / "s.parquet")
+    args = ["export", tmp_path / "s.parquet", "--label", "y", "--score", "s", "--stream"]
+    out, _ = run(*args, "--method", "platt", "--onnx", tmp_path / "s.onnx")
+    sample, rows = re.search(r"parity on a sample of ([\d,]+) of the ([\d,]+) rows", out).groups()
+    sample, rows = int(sample.replace(",", "")), int(rows.replace(",", ""))
+    assert rows == 3000 and sample <= rows
+    assert f"over {sample} rows" in out  # the parity report counts the same rows
+    if sample_rows > rows:
+        assert sample == rows
