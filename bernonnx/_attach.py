@@ -6,8 +6,14 @@ at the dtype of the model's score output), an adapter picks its score column,
 and ``onnx.compose`` joins the two graphs into one::
 
     model inputs -> model -> output (N,), (N, 1) or (N, K)
-                 -> [Gather(column) | Reshape(N, 1)] -> Cast(double) -> calibrator
+                 -> [Gather(column) | Reshape(N, 1) | a checked reshape] -> Cast(double)
+                 -> calibrator
                  -> label (N,), probabilities (N, n_classes)
+
+When the graph does not say how wide the score output is, the one-score
+adapter is ``Flatten -> Squeeze(axis 1) -> Unsqueeze``, not ``Reshape(-1, 1)``:
+an output of two columns then fails the run instead of becoming twice as many
+rows.
 """
 
 from __future__ import annotations
@@ -114,6 +120,84 @@ def _prune(graph: onnx.GraphProto) -> None:
     graph.initializer.extend(initializers)
 
 
+def _external_tensors(graph: onnx.GraphProto) -> list[onnx.TensorProto]:
+    """The tensors of ``graph`` (subgraphs included) whose data are in an external file
+    that was not loaded (``onnx.load`` loads it and marks the tensor as inline)."""
+    found = []
+    for g in _subgraphs(graph):
+        tensors = list(g.initializer)
+        for node in g.node:
+            for attribute in node.attribute:
+                tensors.extend([attribute.t] if attribute.HasField("t") else attribute.tensors)
+        found.extend(t for t in tensors if t.data_location == TensorProto.EXTERNAL)
+    return found
+
+
+def _check_external_data(model: onnx.ModelProto) -> None:
+    """A model whose weights were left in external files cannot be merged or run:
+    ``ValueError`` naming the first such tensor and its file."""
+    external = _external_tensors(model.graph)
+    if external:
+        where = {e.key: e.value for e in external[0].external_data}.get("location", "?")
+        raise ValueError(
+            f"model: {len(external)} tensor(s) keep their data in external files that are "
+            f"not loaded (first: {external[0].name!r} in {where!r}); pass the model's path "
+            "to attach (onnx.load reads the files beside it), or call "
+            "onnx.load_external_data_for_model(model, folder) first"
+        )
+
+
+def _has_type(info: onnx.ValueInfoProto) -> bool:
+    return info.HasField("type") and info.type.WhichOneof("value") is not None
+
+
+def _inferred_outputs(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """The graph outputs as ONNX shape inference sees them (empty when it fails: a
+    custom domain it does not know, a model above protobuf's 2 GB)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference only refines what attach can check; never required
+        return {}
+    return {o.name: o for o in inferred.graph.output}
+
+
+def _complete_outputs(model: onnx.ModelProto, output: str, keep_outputs: bool) -> None:
+    """Give the graph outputs declared without a type (or without a shape) what shape
+    inference finds; drop untyped outputs that are not kept, refuse the others.
+
+    onnxruntime runs a graph whose outputs have no declared type, but the ONNX checker
+    that merging runs rejects it.
+    """
+    graph = model.graph
+    missing = [o for o in graph.output if not _has_type(o)]
+    unshaped = [
+        o for o in graph.output if _has_type(o) and not o.type.tensor_type.HasField("shape")
+    ]
+    if not missing and not unshaped:
+        return
+    inferred = _inferred_outputs(model)
+    for info in [*missing, *unshaped]:
+        found = inferred.get(info.name)
+        if found is not None and _has_type(found):
+            info.type.CopyFrom(found.type)
+    untyped = [o.name for o in graph.output if not _has_type(o)]
+    if output in untyped:
+        raise ValueError(
+            f"output {output!r} has no type in the graph, and ONNX shape inference cannot "
+            "find one: declare it (a float or double tensor of scores)"
+        )
+    if untyped and keep_outputs:
+        raise ValueError(
+            f"keep_outputs=True keeps the model's output {untyped[0]!r}, which has no type "
+            "in the graph (and ONNX shape inference cannot find one): declare its type, or "
+            "pass keep_outputs=False"
+        )
+    if untyped:  # not kept: attach drops them anyway
+        kept = [o for o in graph.output if _has_type(o)]
+        del graph.output[:]
+        graph.output.extend(kept)
+
+
 def _score_output(model: onnx.ModelProto, output: str):
     """The ValueInfo of ``output``, its float dtype and its shape's dims (None if unknown)."""
     outputs = {o.name: o for o in model.graph.output}
@@ -136,7 +220,8 @@ def _score_output(model: onnx.ModelProto, output: str):
 
 def _adapter(score_dims, column, width: int, output: str, calibrator) -> tuple[str, list]:
     """How the score output becomes the calibrator's (N, width) input: "gather",
-    "reshape" or "identity", with the Gather index."""
+    "reshape" (a known single column), "rows" (a width the graph does not give, checked
+    at run time) or "identity", with the Gather index."""
     name = type(calibrator).__name__
     rank = None if score_dims is None else len(score_dims)
     columns = None if rank != 2 else score_dims[1]
@@ -158,14 +243,15 @@ def _adapter(score_dims, column, width: int, output: str, calibrator) -> tuple[s
             )
         return "gather", [int(column)]
     if width == 1:
-        if rank == 1:
+        if rank == 1 or (rank == 2 and columns == 1):
             return "reshape", []
-        if rank is not None and rank != 2 or columns not in (1, None):
+        if rank is not None and rank != 2 or columns is not None:
             raise ValueError(
                 f"output {output!r} has shape {score_dims}: {name} reads one score, so pass "
                 "column= (the score column), or give an (N,) or (N, 1) output"
             )
-        return "reshape", []
+        # (N, ?) or no shape: Reshape(-1, 1) would turn two columns into 2N rows
+        return "rows", []
     if rank is not None and (rank != 2 or columns not in (width, None)):
         raise ValueError(
             f"{name} was fitted on {width} score columns, but output {output!r} has shape "
@@ -218,7 +304,11 @@ def attach(
         The score column of a 2-D ``output`` for a one-score calibrator (e.g. 1
         for a binary classifier's (N, 2) probabilities). None: the whole output,
         which must then be (N,) or (N, 1) for a one-score calibrator, and (N, K)
-        for one fitted on K columns.
+        for one fitted on K columns. When neither the graph nor ONNX shape
+        inference gives the output's width, a one-score calibrator reads it as
+        ``(N, 1)``, and a run on an output of several columns fails
+        (onnxruntime names the Squeeze node ``adapter_one_score_per_row``)
+        instead of calibrating every column as a row.
     keep_outputs : bool, default=False
         Keep the model's own outputs next to ``label`` and ``probabilities``.
         An original output or tensor named ``label`` or ``probabilities`` is
@@ -230,6 +320,14 @@ def attach(
         The model's inputs, unchanged, and the outputs ``label`` (N,) and
         ``probabilities`` (N, n_classes) in the score output's float type (plus
         the kept outputs). The calibrator computes in float64 inside.
+
+    Raises
+    ------
+    ValueError
+        ``output`` is not a float tensor output of the model (or has no type
+        that shape inference can find), ``column`` does not fit its shape, the
+        model keeps tensors in external files that are not loaded, or the model
+        fails ``onnx.checker.check_model``.
 
     Notes
     -----
@@ -271,6 +369,9 @@ def attach(
         raise ValueError(f"calibrator {type(calibrator).__name__} is not fitted")
     base = onnx.ModelProto()
     base.CopyFrom(model)
+    _check_external_data(base)
+    if output in {o.name for o in base.graph.output}:
+        _complete_outputs(base, output, keep_outputs)
     info, dtype, dims = _score_output(base, output)
     width = int(calibrator.n_features_in_)
     if width > 1 and not (entry.multi or entry.multiclass):
@@ -316,12 +417,31 @@ def attach(
     elif kind == "reshape":
         indices = helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 1])
         adapter = helper.make_node("Reshape", [score, "shape"], [cal_input])
+    elif kind == "rows":
+        # Flatten to (N, k), Squeeze axis 1 (fails the run unless k == 1: onnxruntime's
+        # message names this node), Unsqueeze back to (N, 1). Not a Reshape to
+        # (Shape(output)[0], 1): onnxruntime's graph optimizer folds that into (-1, 1).
+        taken_here, picked = _tensor_names(cal.graph) | {score}, []
+        for wanted in ("axis_1", "flat", "one_score"):
+            picked.append(_unique(wanted, taken_here))
+            taken_here.add(picked[-1])
+        axis, flat, squeezed = picked
+        indices = helper.make_tensor(axis, TensorProto.INT64, [1], [1])
+        checks = [
+            helper.make_node("Flatten", [score], [flat], axis=1),
+            helper.make_node(
+                "Squeeze", [flat, axis], [squeezed], name="adapter_one_score_per_row"
+            ),
+        ]
+        for i, node in enumerate(checks):
+            cal.graph.node.insert(i, node)
+        adapter = helper.make_node("Unsqueeze", [squeezed, axis], [cal_input])
     else:
         indices, adapter = None, helper.make_node("Identity", [score], [cal_input])
     adapter.name = "adapter"
     if indices is not None:
         cal.graph.initializer.append(indices)
-    cal.graph.node.insert(0, adapter)
+    cal.graph.node.insert(2 if kind == "rows" else 0, adapter)
     del cal.graph.input[:]
     cal.graph.input.append(feed)
 
@@ -331,17 +451,20 @@ def attach(
     cal = compose.add_prefix(cal, prefix, rename_outputs=False)
     ir_version = max(base.ir_version, cal.ir_version)
     base.ir_version = cal.ir_version = ir_version
-    merged = compose.merge_models(
-        base,
-        cal,
-        io_map=[(output_name, prefix + score)],
-        name=base.graph.name or "model",
-        doc_string=base.graph.doc_string,
-        producer_name="bernonnx",
-        producer_version=__version__,
-        domain=base.domain,
-        model_version=base.model_version,
-    )
+    try:
+        merged = compose.merge_models(
+            base,
+            cal,
+            io_map=[(output_name, prefix + score)],
+            name=base.graph.name or "model",
+            doc_string=base.graph.doc_string,
+            producer_name="bernonnx",
+            producer_version=__version__,
+            domain=base.domain,
+            model_version=base.model_version,
+        )
+    except onnx.checker.ValidationError as exc:
+        _refuse_invalid(model, exc)
     graph = merged.graph
     wanted = [*(_OUTPUTS), *(kept if keep_outputs else [])]
     infos = {o.name: o for o in [*base.graph.output, *graph.output]}
@@ -366,5 +489,22 @@ def attach(
     existing = {p.key for p in merged.metadata_props}
     for key, value in meta.items():
         merged.metadata_props.add(key=_unique(key, existing), value=value)
-    onnx.checker.check_model(merged)
+    try:
+        onnx.checker.check_model(merged)
+    except onnx.checker.ValidationError as exc:
+        _refuse_invalid(model, exc)
     return merged
+
+
+def _refuse_invalid(model: onnx.ModelProto, exc: Exception):
+    """The merged graph failed the ONNX checker: a ``ValueError`` when the model itself
+    fails it (bad input), else the checker's error (a bug of attach)."""
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as own:
+        message = str(own).strip().splitlines()[0] if str(own).strip() else type(own).__name__
+        raise ValueError(
+            f"model is not a valid ONNX model ({message}); onnx.checker.check_model(model) "
+            "must pass before a calibrator can be attached"
+        ) from own
+    raise exc

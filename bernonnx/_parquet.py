@@ -45,6 +45,15 @@ def require_pyarrow():
     return pa, pq, pc
 
 
+def _decoded(column):
+    """A dictionary-encoded Arrow column (pandas' categoricals, Spark's and DuckDB's
+    string columns often) as plain values: label rules and ``is_in`` read those."""
+    pa, _, _ = require_pyarrow()
+    if pa.types.is_dictionary(column.type):
+        return column.dictionary_decode()
+    return column
+
+
 class PassProgress(NamedTuple):
     """What a progress callback receives after every batch of a pass."""
 
@@ -172,14 +181,15 @@ class ParquetSource:
         started = time.perf_counter()
         file_row = 0
         for batch in self._batches():
-            labels = batch.column(self.label)
+            labels = _decoded(batch.column(self.label))
             present = self._labelled(labels)
             scores = [
-                self._numbers(batch.column(c), present, c, file_row, "score") for c in self.scores
+                self._numbers(_decoded(batch.column(c)), present, c, file_row, "score")
+                for c in self.scores
             ]
             w = None
             if self.weight:
-                column = batch.column(self.weight)
+                column = _decoded(batch.column(self.weight))
                 w = self._numbers(column, present, self.weight, file_row, "weight")
                 if (w < 0).any():
                     raise ValueError(f"weight column {self.weight!r} has negative values")

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._passes import add_all, chunk_arrays
+from ._passes import Fingerprint, PassCheck, add_all, chunk_arrays
 
 __all__ = ["dask_source", "predict_proba"]
 
@@ -53,17 +53,23 @@ def _require():
     return dask, da
 
 
+def _one_column(x, name: str):
+    """A Dask dataframe's only column (a series); other collections as they are."""
+    if getattr(x, "ndim", 1) == 2 and hasattr(x, "columns"):
+        if len(x.columns) != 1:
+            raise ValueError(
+                f"{name} must be one column; got a dataframe of {len(x.columns)} columns "
+                f"({', '.join(map(repr, list(x.columns)[:5]))}): select the score column"
+            )
+        x = x[x.columns[0]]
+    return x
+
+
 def _as_array(x, name: str):
     """A 1-D Dask array of a Dask array, series or one-column dataframe."""
     _, da = _require()
     if hasattr(x, "to_dask_array"):
-        if getattr(x, "ndim", 1) == 2:
-            if len(x.columns) != 1:
-                raise ValueError(
-                    f"{name} must be one column; got a dataframe of {len(x.columns)} columns"
-                )
-            x = x[x.columns[0]]
-        x = x.to_dask_array(lengths=True)
+        x = _one_column(x, name).to_dask_array(lengths=True)
     elif not isinstance(x, da.Array):
         x = da.asarray(np.asarray(x))
     if x.ndim == 2 and x.shape[1] == 1:
@@ -93,22 +99,35 @@ class DaskSource:
             if w.shape[0] != s.shape[0]:
                 raise ValueError(f"X has {s.shape[0]} rows but sample_weight has {w.shape[0]}")
             parts.append(w.rechunk((chunks,)).to_delayed())
-        self.blocks = list(zip(*parts, strict=True))
-        self.starts = np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64).tolist()
+        starts = np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64).tolist()
+        # empty partitions (a filter's leftovers) hold no rows: no task reads them
+        kept = [i for i, size in enumerate(chunks) if size > 0]
+        blocks = list(zip(*parts, strict=True))
+        self.blocks = [blocks[i] for i in kept]
+        self.starts = [starts[i] for i in kept]
         self.weighted = sample_weight is not None
+        self.check = PassCheck(
+            "persist() the collection first, and build it without unseeded randomness"
+        )
 
     def reduce(self, fn):
+        """``fn`` of every partition's chunk, added; ``ValueError`` when the rows differ
+        from those of the first pass (:class:`~bernonnx._passes.PassCheck`)."""
         dask, _ = _require()
         weighted = self.weighted
 
         def run(s, y, *rest, start):
-            return fn(chunk_arrays(s, y, rest[0] if weighted else None, start))
+            chunk = chunk_arrays(s, y, rest[0] if weighted else None, start)
+            return fn(chunk), Fingerprint.of(chunk)
 
         tasks = [
             dask.delayed(run)(*block, start=start)
             for block, start in zip(self.blocks, self.starts, strict=True)
         ]
-        return add_all(dask.compute(*tasks))
+        out = add_all(dask.compute(*tasks))
+        total, fingerprint = (None, None) if out is None else out
+        self.check(fingerprint)
+        return total
 
 
 def dask_source(X, y, sample_weight=None) -> DaskSource:
@@ -121,20 +140,23 @@ def predict_proba(calibrator, X):
 
     A Dask array of ``X``'s chunks (``map_blocks``), or for a Dask series or
     one-column dataframe a series (``map_partitions``): each block runs the
-    calibrator's ``predict_proba`` where the block lives.
+    calibrator's ``predict_proba`` where the block lives. ``X`` must be one
+    column, as for ``fit``: a dataframe of several columns is refused.
     """
     _, da = _require()
+    from ._passes import _floats
 
     def positive(block):
-        values = np.asarray(block, dtype=np.float64).reshape(-1)
+        values = _floats(block, "X")  # pd.NA -> NaN: predict_proba's ValueError names it
         return calibrator.predict_proba(values)[:, 1]
 
     if hasattr(X, "map_partitions"):
         import pandas as pd
 
+        X = _one_column(X, "X")
+
         def series(part):
-            col = part if part.ndim == 1 else part.iloc[:, 0]
-            return pd.Series(positive(col.to_numpy()), index=col.index, name="probability")
+            return pd.Series(positive(part), index=part.index, name="probability")
 
         return X.map_partitions(series, meta=("probability", "f8"))
     x = _as_array(X, "X")

@@ -451,3 +451,502 @@ def test_scores_far_beyond_a_rescaled_fit_give_the_limits_without_warnings():
     assert np.all(np.isfinite(p)) and np.all(np.diff(p) >= 0)
     _, proba = run_graph(cal, grid[:, None], np.float64)
     np.testing.assert_allclose(proba, cal.predict_proba(grid), atol=1e-12, rtol=0)
+
+
+# ---- issue 22: attach, Dask, Spark and the CLI
+
+
+def _identity_model(in_shape, out_shape, elem=None):
+    """An ONNX model whose output ``S`` is its input ``X`` (float32). onnxruntime runs
+    it with ``out_shape=None`` (no shape), which the ONNX checker refuses."""
+    from onnx import TensorProto, helper
+
+    elem = TensorProto.FLOAT if elem is None else elem
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["X"], ["S"])],
+        "identity",
+        [helper.make_tensor_value_info("X", elem, in_shape)],
+        [helper.make_tensor_value_info("S", elem, out_shape)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.fixture(scope="module")
+def one_score_calibrator():
+    rng = np.random.default_rng(22)
+    s = rng.normal(size=2000)
+    y = (rng.random(2000) < 1 / (1 + np.exp(-2 * s))).astype(int)
+    return PlattCalibrator().fit(s, y), s
+
+
+@pytest.mark.parametrize("out_shape", [["N", None], [None, None], None], ids=str)
+def test_issue_22_attach_of_unknown_width_fails_the_run_on_two_columns(
+    one_score_calibrator, out_shape
+):
+    """2,000 rows of two columns gave 4,000 probabilities (Reshape(-1, 1)); now the
+    merged graph refuses to run, and one score per row still runs."""
+    from bernonnx import attach
+
+    cal, s = one_score_calibrator
+    merged = attach(_identity_model(["N", None], out_shape), cal, output="S")
+    two = np.c_[s, s].astype(np.float32)
+    with pytest.raises(Exception, match="adapter_one_score_per_row"):
+        run_onnx(merged, {"X": two})
+    one = s[:, None].astype(np.float32)
+    p = run_onnx(merged, {"X": one})["probabilities"]
+    assert p.shape == (2000, 2)
+    np.testing.assert_allclose(p, cal.predict_proba(one), rtol=0, atol=1e-6)
+
+
+def test_issue_22_attach_output_without_a_type(one_score_calibrator):
+    """An output declared without a type gave onnx's ValidationError; shape inference
+    now types it (and finds the two columns), and a kept untyped output is named."""
+    from onnx import TensorProto, helper
+
+    from bernonnx import attach
+
+    cal, _ = one_score_calibrator
+    model = _identity_model(["N", 2], ["N", 2])
+    model.graph.output[0].ClearField("type")
+    with pytest.raises(ValueError, match=r"'S' has shape \[None, 2\].*pass column="):
+        attach(model, cal, output="S")
+    merged = attach(model, cal, output="S", column=1)
+    assert [o.name for o in merged.graph.output] == ["label", "probabilities"]
+
+    # a second output, untyped and beyond shape inference (an unknown op)
+    model = _identity_model(["N", 1], ["N", 1])
+    model.graph.node.append(helper.make_node("Mystery", ["X"], ["T"], domain="custom"))
+    model.graph.output.append(helper.make_empty_tensor_value_info("T"))
+    model.opset_import.append(helper.make_opsetid("custom", 1))
+    with pytest.raises(ValueError, match=r"keep_outputs=True keeps the model's output 'T'"):
+        attach(model, cal, output="S", keep_outputs=True)
+    merged = attach(model, cal, output="S")  # not kept: dropped, as attach drops outputs
+    assert [o.name for o in merged.graph.output] == ["label", "probabilities"]
+    assert TensorProto.FLOAT == merged.graph.input[0].type.tensor_type.elem_type
+
+
+def test_issue_22_attach_unloaded_external_data_is_named(one_score_calibrator, tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from bernonnx import attach
+
+    cal, s = one_score_calibrator
+    weight = numpy_helper.from_array(np.full((1, 1), 2.0, np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["S"])],
+        "scaled",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1])],
+        [helper.make_tensor_value_info("S", TensorProto.FLOAT, ["N", 1])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    unloaded = onnx.load(path, load_external_data=False)
+    with pytest.raises(ValueError, match=r"'W' in 'w.bin'.*not loaded|not loaded.*'W' in"):
+        attach(unloaded, cal, output="S")
+    merged = attach(path, cal, output="S")  # a path loads the data beside it
+    x = s[:50, None].astype(np.float32)
+    expected = cal.predict_proba(2 * x)
+    np.testing.assert_allclose(run_onnx(merged, {"X": x})["probabilities"], expected, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A 2-worker LocalCluster, as tests/test_dask.py uses (its tests share its xdist group)."""
+    pytest.importorskip("distributed", reason='needs the dask extra: pip install -e ".[dask]"')
+    pytest.importorskip("dask.dataframe", reason='needs the dask extra: pip install -e ".[dask]"')
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def _dask_rows(n=4000, seed=22):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * s))).astype(np.int64)
+    return s, y
+
+
+@pytest.mark.xdist_group("dask")
+def test_issue_22_dask_predict_proba_refuses_two_columns(dask_client):
+    """A frame [id, s] had its id column calibrated (dp 0.70); fit refused it already."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from bernonnx.dask import predict_proba
+
+    s, y = _dask_rows()
+    cal = BernsteinCalibrator(degree=4).fit(s, y)
+    frame = dd.from_pandas(pd.DataFrame({"id": np.arange(s.size, dtype=float), "s": s}), 3)
+    with pytest.raises(ValueError, match=r"X must be one column; got a dataframe of 2 columns"):
+        predict_proba(cal, frame)
+    with pytest.raises(ValueError, match=r"X must be one column; got a dataframe of 2 columns"):
+        BernsteinCalibrator().fit(frame, dd.from_pandas(pd.Series(y), 3))
+    p = predict_proba(cal, frame[["s"]]).compute().to_numpy()
+    np.testing.assert_array_equal(p, cal.predict_proba(s)[:, 1])
+
+
+@pytest.mark.xdist_group("dask")
+def test_issue_22_dask_empty_and_zero_weight_partitions(dask_client):
+    """Empty partitions crashed fit ("cannot reshape array of size 0")."""
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+
+    s, y = _dask_rows()
+    w = np.ones(s.size)
+    w[2000:2500] = 0.0  # one whole partition of zero weights
+    rows = pd.DataFrame({"s": s, "y": y, "w": w})
+    cuts = [0, 0, 2000, 2000, 2500, 4000, 4000]
+    parts = [rows.iloc[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    frame = dd.from_delayed([dask.delayed(p) for p in parts], meta=rows.iloc[:0])
+    for params in ({}, {"loss": "squared"}):
+        cal = BernsteinCalibrator(**params).fit(frame[["s"]], frame["y"], frame["w"])
+        ref = BernsteinCalibrator(**params).fit(s, y, w)
+        assert cal.degree_ == ref.degree_
+        np.testing.assert_allclose(cal.predict_proba(s), ref.predict_proba(s), rtol=0, atol=1e-9)
+    for est in (PlattCalibrator(), IsotonicCalibrator()):
+        cal = est.fit(frame[["s"]], frame["y"], frame["w"])
+        ref = type(est)().fit(s, y, w)
+        np.testing.assert_allclose(cal.predict_proba(s), ref.predict_proba(s), rtol=0, atol=1e-9)
+
+
+@pytest.mark.xdist_group("dask")
+@pytest.mark.filterwarnings("ignore:Dask currently has limited support:UserWarning")
+@pytest.mark.parametrize("column", ["y", "s"])
+def test_issue_22_dask_pd_na_is_a_named_value_error(dask_client, column):
+    """pd.NA in a nullable column gave numpy's TypeError."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    s, y = _dask_rows()
+    rows = pd.DataFrame({"s": pd.array(s, dtype="Float64"), "y": pd.array(y, dtype="Int64")})
+    rows.loc[2100, column] = pd.NA
+    frame = dd.from_pandas(rows, npartitions=2)
+    match = "y contains 1 missing labels" if column == "y" else "scores contains NaN"
+    with pytest.raises(ValueError, match=match):
+        BernsteinCalibrator().fit(frame[["s"]], frame["y"])
+
+
+@pytest.mark.xdist_group("dask")
+def test_issue_22_dask_data_changing_between_passes(dask_client):
+    """Scores drawn anew on each compute ended in an IndexError in weighted_quantiles."""
+    import dask
+    import dask.array as da
+
+    def draw(i):
+        return np.random.default_rng().normal(size=1000)  # unseeded on purpose
+
+    s = da.concatenate(
+        [da.from_delayed(dask.delayed(draw)(i), shape=(1000,), dtype=float) for i in range(4)]
+    )
+    y = da.from_array(np.arange(4000) % 2, chunks=1000)
+    with pytest.raises(ValueError, match=r"the data changed between passes: pass 1 read 4,000"):
+        BernsteinCalibrator().fit(s, y)
+    # the same rows, persisted: one draw, read by every pass
+    fitted = BernsteinCalibrator().fit(s.persist(), y)
+    assert fitted.degree_ >= 1
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    """A local[2] SparkSession as tests/test_spark.py makes it (its tests share its xdist
+    group, so one JVM serves both modules' workers in turn)."""
+    import os
+    import sys
+
+    pytest.importorskip("pyspark", reason="the spark extra is not installed")
+    pytest.importorskip("pyarrow", reason="the spark extra is not installed")
+    from pyspark.sql import SparkSession
+
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    for key in saved:
+        os.environ[key] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("bernonnx-adversarial")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2500")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+_SPARK_WARNINGS = [
+    pytest.mark.xdist_group("spark"),
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+    pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
+]
+
+
+def _spark_marks(test):
+    for mark in _SPARK_WARNINGS:
+        test = mark(test)
+    return test
+
+
+@_spark_marks
+@pytest.mark.parametrize(
+    ("column", "values", "match"),
+    [
+        ("score", [0.1, np.nan, 0.3, 0.5], r"score_col='score' has 1 NaN values; calibrators"),
+        ("score", [0.1, np.nan, None, 0.5], r"score_col='score' has 1 null values and 1 NaN"),
+        ("score", [0.1, None, 0.3, 0.5], r"score_col='score' has 1 null values; drop"),
+        ("label", [0.0, np.nan, 0.0, 1.0], r"label_col='label' has 1 NaN values; every row"),
+        ("w", [1.0, np.nan, 1.0, 1.0], r"weight_col='w' has 1 NaN values; weights must"),
+        ("score", [0.1, np.inf, 0.3, 0.5], r"score_col='score' contains inf"),
+    ],
+)
+def test_issue_22_spark_nan_is_reported_as_nan(spark_session, column, values, match):
+    """NaN was reported as 'null values'; Spark tells the two apart, and so does the error.
+    (Rows from Python, not pandas: pandas NaN becomes a Spark null on the way in.)"""
+    from bernonnx.spark import fit_calibrator
+
+    frame = {"score": [0.1, 0.2, 0.3, 0.5], "label": [0.0, 1.0, 0.0, 1.0], "w": [1.0] * 4}
+    frame[column] = [None if v is None else float(v) for v in values]
+    rows = list(zip(frame["score"], frame["label"], frame["w"], strict=True))
+    df = spark_session.createDataFrame(rows, "score double, label double, w double")
+    with pytest.raises(ValueError, match=match):
+        fit_calibrator(df, "score", "label", "w")
+
+
+def _unstable(spark_session, change):
+    """A DataFrame Spark computes anew on each job with unseeded randomness: ``change``
+    'rows' drops a random fifth of the rows, 'values' adds noise to the scores."""
+    import pandas as pd
+
+    rng = np.random.default_rng(22)
+    s = rng.normal(size=6000)
+    y = (rng.random(6000) < 1 / (1 + np.exp(-2 * s))).astype(np.int64)
+    base = spark_session.createDataFrame(pd.DataFrame({"score": s, "label": y})).repartition(3)
+
+    def jitter(frames):
+        noise = np.random.default_rng()  # unseeded on purpose
+        for frame in frames:
+            if change == "rows":
+                yield frame[noise.random(len(frame)) < 0.8]
+            else:
+                yield frame.assign(score=frame["score"] + noise.normal(0, 1e-3, len(frame)))
+
+    return base.mapInPandas(jitter, base.schema)
+
+
+@_spark_marks
+@pytest.mark.parametrize("change", ["rows", "values"])
+def test_issue_22_spark_data_changing_between_passes(spark_session, change):
+    from bernonnx.spark import fit_calibrator
+
+    df = _unstable(spark_session, change)
+    with pytest.raises(ValueError, match="the data changed between passes"):
+        fit_calibrator(df, "score", "label", calibrator=BernsteinCalibrator(degree=3))
+
+
+@_spark_marks
+def test_issue_22_spark_sample_equals_the_rows_the_fit_reads(spark_session):
+    """``df.repartition(4).sample(0.5)``, not cached: every pass reads the same rows, so
+    no check fires, and the fit equals the in-memory fit of
+    ``df.select(score, label).toPandas()`` (the promise, as the docs now word it). Its
+    distance to the fit on ``df.toPandas()``, whose order depends on the other columns,
+    is what the docs warn about; cached, the two orders are one."""
+    import pandas as pd
+
+    from bernonnx.spark import fit_calibrator
+
+    rng = np.random.default_rng(0)
+    n = 12_000
+    s = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-1.5 * s))).astype(np.int64)
+    frame = pd.DataFrame({"score": s, "label": y, "other": rng.normal(size=n)})
+    sampled = spark_session.createDataFrame(frame).repartition(4).sample(0.5, seed=1)
+    grid = np.linspace(-4, 4, 801)
+    for df in (sampled, sampled.cache()):
+        fitted = fit_calibrator(df, "score", "label")
+        read = df.select("score", "label").toPandas()
+        expected = BernsteinCalibrator().fit(read["score"].to_numpy(), read["label"].to_numpy())
+        assert fitted.degree_ == expected.degree_
+        dp = np.abs(fitted.predict_proba(grid) - expected.predict_proba(grid)).max()
+        assert dp <= 1e-9
+    whole = sampled.toPandas()  # cached now: the same order as the fit's columns
+    expected = BernsteinCalibrator().fit(whole["score"].to_numpy(), whole["label"].to_numpy())
+    np.testing.assert_allclose(
+        fitted.predict_proba(grid), expected.predict_proba(grid), rtol=0, atol=1e-9
+    )
+    sampled.unpersist()
+
+
+@pytest.fixture
+def labelled_scores():
+    rng = np.random.default_rng(22)
+    s = rng.normal(size=3000)
+    y = rng.random(3000) < 1 / (1 + np.exp(-2 * s))
+    return s, y
+
+
+def _graph_probabilities(path, s):
+    import onnx
+
+    return run_onnx(onnx.load(path), {"X": s[:, None].astype(np.float32)})["probabilities"]
+
+
+@pytest.mark.parametrize("stream", ["--no-stream", "--stream"])
+@pytest.mark.parametrize("positive", ["True", "false"])
+def test_issue_22_cli_parquet_bool_labels_take_pos_label_true(
+    run, tmp_path, labelled_scores, stream, positive
+):
+    """A bool label column with --pos-label True was refused ("not a value of column")."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    s, y = labelled_scores
+    pq.write_table(pa.table({"s": s, "y": y}), tmp_path / "bool.parquet")
+    out = tmp_path / "bool.onnx"
+    args = ["export", tmp_path / "bool.parquet", "--label", "y", "--score", "s"]
+    printed, _ = run(*args, "--method", "platt", "--pos-label", positive, stream, "--onnx", out)
+    assert f"positive label '{positive.capitalize()}' is class 1" in printed
+    target = y if positive == "True" else ~y
+    expected = PlattCalibrator().fit(s, target.astype(int)).predict_proba(s)
+    np.testing.assert_allclose(_graph_probabilities(out, s), expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("command", ["export", "compare"])
+def test_issue_22_cli_dictionary_encoded_labels_stream(
+    run, tmp_path, labelled_scores, monkeypatch, command
+):
+    """Dictionary-encoded string labels with --stream ended in an unexpected
+    ArrowTypeError (exit 1); their "NA" text was not read as a missing label either."""
+    import json
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
+    s, y = labelled_scores
+    text = np.where(y, "yes", "no").astype(object)
+    text[17] = "NA"
+    pq.write_table(pa.table({"s": s, "y": pa.array(text).dictionary_encode()}), tmp_path / "d.pq")
+    pq.write_table(pa.table({"s": s, "y": pa.array(text)}), tmp_path / "plain.pq")
+    base = ["--label", "y", "--score", "s", "--method", "platt", "--pos-label", "yes"]
+    if command == "compare":
+        streamed, err = run("compare", tmp_path / "d.pq", *base, "--stream", "--format", "json")
+        plain, _ = run("compare", tmp_path / "plain.pq", *base, "--stream", "--format", "json")
+        results = [json.loads(text)["results"] for text in (streamed, plain)]
+        for rows in results:
+            for row in rows:
+                row.pop("fit_seconds")
+        assert results[0] == results[1]
+    else:
+        _, err = run("export", tmp_path / "d.pq", *base, "--stream", "--onnx", tmp_path / "d.onnx")
+        run("export", tmp_path / "plain.pq", *base, "--stream", "--onnx", tmp_path / "p.onnx")
+        np.testing.assert_array_equal(
+            _graph_probabilities(tmp_path / "d.onnx", s),
+            _graph_probabilities(tmp_path / "p.onnx", s),
+        )
+    assert "dropped 1 row with a missing label" in err
+
+
+def test_issue_22_cli_attach_triton_fixed_shape_writes_nothing(run, tmp_path, labelled_scores):
+    """attach --triton on a fixed-shape input wrote the .onnx, then failed with exit 1."""
+    import onnx
+
+    s, y = labelled_scores
+    onnx.save(_identity_model([1, 1], [1, 1]), tmp_path / "fixed.onnx")
+    np.savetxt(tmp_path / "s.csv", np.c_[y, s], delimiter=",", header="y,s", comments="")
+    out, triton = tmp_path / "merged.onnx", tmp_path / "triton"
+    args = ["attach", tmp_path / "fixed.onnx", tmp_path / "s.csv", "--label", "y"]
+    args += ["--score", "s", "--output", "S", "--onnx", out, "--triton", triton]
+    _, err = run(*args, expect=2)
+    assert f"--triton {triton}" in err and "'X' has shape [1, 1]" in err
+    assert "max_batch_size=0" in err and "nothing was written" in err
+    assert not out.exists() and not triton.exists()
+    run(*args[:-2])  # without --triton the same model attaches
+    assert out.exists()
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "status"), [("", 2), (";;", 2), ('"', 2), ("\\t", 0), ("tab", 0)]
+)
+def test_issue_22_cli_delimiter_must_be_one_character(
+    run, tmp_path, labelled_scores, delimiter, status
+):
+    """--delimiter "" exited 1 with csv's TypeError; a usage error is exit 2, and a tab
+    may be written as the shell passes it."""
+    s, y = labelled_scores
+    np.savetxt(tmp_path / "s.tsv", np.c_[y, s], delimiter="\t", header="y\ts", comments="")
+    out = tmp_path / "t.onnx"
+    args = ["export", tmp_path / "s.tsv", "--label", "y", "--score", "s", "--method", "platt"]
+    _, err = run(*args, "--delimiter", delimiter, "--onnx", out, expect=status)
+    if status:
+        assert "argument --delimiter" in err and not out.exists()
+    else:
+        assert out.exists()
+
+
+def test_issue_22_triton_config_folder_replaces_nothing(run, tmp_path, labelled_scores):
+    """A config.pbtxt that is a folder let write_triton_repository replace model.onnx,
+    then fail with IsADirectoryError; the command line refuses it too, writing nothing."""
+    from bernonnx.deploy import write_triton_repository
+    from bernonnx.export import to_onnx
+
+    s, y = labelled_scores
+    repository = tmp_path / "repo"
+    (repository / "m" / "config.pbtxt").mkdir(parents=True)
+    (repository / "m" / "1").mkdir()
+    (repository / "m" / "1" / "model.onnx").write_bytes(b"old model")
+    graph = to_onnx(PlattCalibrator().fit(s, y), s[:5, None], dtype=np.float32)
+    with pytest.raises(ValueError, match=r"config.pbtxt is a folder"):
+        write_triton_repository(graph, repository, "m")
+    assert (repository / "m" / "1" / "model.onnx").read_bytes() == b"old model"
+    (tmp_path / "file").write_text("a file, not a folder")
+    with pytest.raises(ValueError, match=r"is a file, so"):
+        write_triton_repository(graph, tmp_path / "file" / "repo", "m")
+
+    np.savetxt(tmp_path / "s.csv", np.c_[y, s], delimiter=",", header="y,s", comments="")
+    (tmp_path / "m.onnx").write_bytes(b"old onnx")
+    args = ["export", tmp_path / "s.csv", "--label", "y", "--score", "s", "--method", "platt"]
+    _, err = run(*args, "--onnx", tmp_path / "m.onnx", "--triton", repository, expect=2)
+    assert "config.pbtxt is a folder" in err
+    assert (tmp_path / "m.onnx").read_bytes() == b"old onnx"
+    assert (repository / "m" / "1" / "model.onnx").read_bytes() == b"old model"
+
+
+@pytest.mark.parametrize("sample_rows", [200_000, 500])
+def test_issue_22_cli_streamed_parity_sample_counts_rows(
+    run, tmp_path, labelled_scores, monkeypatch, sample_rows
+):
+    """'parity on a sample of 3,002 of the 3,000 rows': the extremes were appended to a
+    sample that held every row already."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import re
+
+    import pyarrow as pa
+
+    monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
+    monkeypatch.setattr("bernonnx.cli._stream.SAMPLE_ROWS", sample_rows)
+    s, y = labelled_scores
+    pq.write_table(pa.table({"s": s, "y": y.astype(int)}), tmp_path / "s.parquet")
+    args = ["export", tmp_path / "s.parquet", "--label", "y", "--score", "s", "--stream"]
+    out, _ = run(*args, "--method", "platt", "--onnx", tmp_path / "s.onnx")
+    sample, rows = re.search(r"parity on a sample of ([\d,]+) of the ([\d,]+) rows", out).groups()
+    sample, rows = int(sample.replace(",", "")), int(rows.replace(",", ""))
+    assert rows == 3000 and sample <= rows
+    assert f"over {sample} rows" in out  # the parity report counts the same rows
+    if sample_rows > rows:
+        assert sample == rows

@@ -175,6 +175,9 @@ def _binary_rule(distinct, column: str, pos_label: str | None) -> tuple[list, st
     else:
         wanted = pos_label.strip()
         target = _as_number(wanted) if numeric else wanted
+        if target is None and all(isinstance(v, (bool, np.bool_)) for v in texts):
+            # a boolean column (Parquet): --pos-label True / False, as it prints them
+            target = {"true": 1.0, "false": 0.0}.get(wanted.lower())
         if target not in classes:
             raise InputError(
                 f"--pos-label {pos_label!r} is not a value of column {column!r} "

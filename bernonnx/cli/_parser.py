@@ -38,6 +38,19 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _delimiter(text: str) -> str:
+    """One character; ``\\t`` (as a shell passes it) or ``tab`` for a tab."""
+    if text in ("\\t", "tab", "TAB"):
+        return "\t"
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(
+            f"expected one character (e.g. ';', or '\\t' for a tab), got {text!r}"
+        )
+    if text in '\r\n"':
+        raise argparse.ArgumentTypeError(f"{text!r} cannot separate CSV fields")
+    return text
+
+
 def _add_data_arguments(parser: argparse.ArgumentParser, parquet: bool = True) -> None:
     if parquet:
         parser.add_argument(
@@ -65,7 +78,11 @@ def _add_data_arguments(parser: argparse.ArgumentParser, parquet: bool = True) -
         "than two label values, V is calibrated against the rest",
     )
     parser.add_argument(
-        "--delimiter", default=",", metavar="C", help="field delimiter (default: ',')"
+        "--delimiter",
+        default=",",
+        type=_delimiter,
+        metavar="C",
+        help="field delimiter, one character; '\\t' for a tab (default: ',')",
     )
 
 

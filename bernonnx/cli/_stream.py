@@ -192,7 +192,7 @@ class _Scanned:
     n_positive: int
     lo: float
     hi: float
-    #: scores of about SAMPLE_ROWS rows (hashed positions), the extremes included
+    #: scores of about SAMPLE_ROWS rows (hashed positions), the extremes' rows included
     sample: np.ndarray
 
 
@@ -221,7 +221,11 @@ def _scan(args, progress: _Progress) -> _Scanned:
     positives, positive = _binary_rule(list(counts.labels), args.label, args.pos_label)
     n_missing = n_file - rows
     _note_missing(progress, n_missing, args.label, rows)
-    sample = np.concatenate([*counts.sample, [counts.lo, counts.hi]])
+    sample = np.concatenate(counts.sample)
+    # the extremes' rows, unless a sampled row has their score: the sample stays a
+    # sample of rows (it held all 3,000 rows and the two extremes again: "3,002 of 3,000")
+    extremes = [v for v in dict.fromkeys([counts.lo, counts.hi]) if not np.any(sample == v)]
+    sample = np.concatenate([sample, extremes])
     return _Scanned(
         Path(args.csv),
         args.label,

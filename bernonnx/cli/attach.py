@@ -12,7 +12,7 @@ from ._base import EXIT_OK, InputError, _Progress
 from ._csv import _as_number, _binary_target, _read_columns
 from ._files import _check_outputs, _write
 from ._methods import _check_probabilities
-from .export import _graph_outputs
+from .export import _check_triton, _graph_outputs
 
 
 def _class_labels(labels: list[str]) -> np.ndarray:
@@ -91,6 +91,8 @@ def _cmd_attach(args, progress: _Progress) -> int:
             )
         except ValueError as exc:
             raise InputError(str(exc)) from exc
+    if args.triton:
+        _check_triton(merged, args.triton, name)
     _write(out, merged.SerializeToString())
     inputs = ", ".join(repr(i.name) for i in merged.graph.input)
     outs = ", ".join(repr(o.name) for o in merged.graph.output)

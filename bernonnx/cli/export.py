@@ -48,6 +48,23 @@ def _graph_outputs(args):
     return method, out, name, outputs
 
 
+def _check_triton(onx, triton: str, name: str) -> None:
+    """Refuse, before anything is written, a graph Triton's batched config cannot
+    declare (a fixed first dimension, a non-tensor output...)."""
+    from bernonnx.deploy.triton import _triton_config_text
+
+    try:
+        _triton_config_text(onx, name)
+    except ValueError as exc:
+        message = str(exc).replace(
+            "pass max_batch_size=0 to serve it without batching",
+            "the command line writes a batched config (max_batch_size 1024); write the "
+            "repository with bernonnx.deploy.write_triton_repository(model, folder, name, "
+            "max_batch_size=0) instead",
+        )
+        raise InputError(f"--triton {triton}: {message}; nothing was written") from None
+
+
 def _graph_dtype(onx) -> str:
     from onnx import TensorProto
 
@@ -169,6 +186,8 @@ def _cmd_export(args, progress: _Progress) -> int:
             _check_outputs(
                 [Path(args.csv)], [*outputs, *((f"--ort {dest}", dest) for _, dest in ort_files)]
             )
+        if args.triton:
+            _check_triton(onx, args.triton, name)
         _write(out, onx.SerializeToString())
         graph_input = onx.graph.input[0].name
         print(

@@ -242,6 +242,26 @@ def _triton_config_text(
     return "\n".join(lines) + "\n"
 
 
+def _check_paths(files: list[pathlib.Path]) -> None:
+    """``ValueError`` before anything is written when a file to write is a folder, or
+    a folder to create is a file: one file written and the other refused would leave
+    a repository of a new model and an old config (or none)."""
+    for path in files:
+        if path.is_dir():
+            raise ValueError(
+                f"repository: {path} is a folder; write_triton_repository writes a file "
+                "there (remove the folder, or choose another repository or name)"
+            )
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise ValueError(
+                f"repository: {folder} is a file, so {path} cannot be written; choose "
+                "another repository or name"
+            )
+
+
 def write_triton_repository(
     model: ModelLike,
     repository: str | os.PathLike[str],
@@ -289,7 +309,8 @@ def write_triton_repository(
     ValueError
         A non-tensor input or output (named in the message), an element type Triton
         lacks, a tensor without a dynamic first dimension while ``max_batch_size > 0``,
-        an unusable ``name``, or bad integer arguments.
+        an unusable ``name``, bad integer arguments, or a file to write that is a
+        folder (or under a file). Nothing is written then.
     NotImplementedError
         A graph whose weights live in external data files.
 
@@ -351,6 +372,7 @@ def write_triton_repository(
 
     model_dir = pathlib.Path(repository) / name
     version_dir = model_dir / str(int(version))
+    _check_paths([version_dir / "model.onnx", model_dir / "config.pbtxt"])
     version_dir.mkdir(parents=True, exist_ok=True)
     # The model goes first: a config that points to a missing file would make a polling
     # Triton fail the load, a model without config is simply not picked up yet.
