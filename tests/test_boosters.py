@@ -3,9 +3,10 @@
 Their default score is the raw margin (``predict(output_margin=True)``,
 ``predict(raw_score=True)``), which ``converters/exact_boosters.py`` reproduces bit
 for bit: on every test row of the shared data (prefit and 3-fold, binary and
-5-class, the tables as read (float64 graphs) and cast to float32 (float32 graphs)) and on generated edge cases (NaN, values on a
-threshold and one ulp either side). ``response_method="predict_proba"`` goes through
-onnxmltools' converters, close but not exact.
+5-class, the tables as read (float64 graphs) and cast to float32 (float32 graphs)) and
+on generated edge cases (NaN, values on a threshold and one ulp either side).
+``response_method="predict_proba"`` goes through onnxmltools' converters, close but not
+exact: ``to_onnx`` refuses it unless ``allow_inexact=True``.
 
 Needs the ``boosters`` extra (``pip install -e ".[boosters]"``; CI installs it).
 """
@@ -27,7 +28,7 @@ from sklearn.preprocessing import StandardScaler
 
 from bernonnx import CalibratedClassifier, FusionClassifier, MultivariateBernsteinCalibrator
 from bernonnx._meta import response_scores
-from bernonnx.export import check_parity, to_onnx
+from bernonnx.export import InexactExportWarning, check_parity, to_onnx
 
 EXTRA = "the boosters extra is not installed (pip install -e '.[boosters]')"
 xgb = pytest.importorskip("xgboost", reason=EXTRA)
@@ -169,9 +170,11 @@ def test_pipeline_and_early_stopping():
     clf = CalibratedClassifier(FrozenEstimator(model)).fit(X[2000:3000], y[2000:3000])
     _assert_exact(clf, X[3000:], np.float64)
 
+    # a float32 graph: float32 data (float64 data is refused, "cannot carry")
+    X32 = X.astype(np.float32)
     lgbm = make_pipeline(StandardScaler(), _boosters()["LightGBM"])
-    clf = CalibratedClassifier(lgbm, cv=3).fit(X[:3000], y[:3000])
-    _assert_exact(clf, X[3000:], np.float32)
+    clf = CalibratedClassifier(lgbm, cv=3).fit(X32[:3000], y[:3000])
+    _assert_exact(clf, X32[3000:], np.float32)
 
 
 def test_fusion_of_both_exports_exactly():
@@ -190,10 +193,14 @@ def test_probabilities_through_onnxmltools(name):
     base = _boosters()[name].fit(X[:1500], y[:1500])
     clf = CalibratedClassifier(FrozenEstimator(base), response_method="predict_proba")
     clf.fit(X[1500:2500], y[1500:2500])
-    onx = to_onnx(clf, X[:5], dtype=np.float32)
+    with pytest.raises(NotImplementedError, match="allow_inexact"):
+        to_onnx(clf, X[:5])  # not shown exact: refused by default
+    X32 = X.astype(np.float32)  # float32 data: a float32 graph
+    with pytest.warns(InexactExportWarning):
+        onx = to_onnx(clf, X32[:5], allow_inexact=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        result = check_parity(clf, onx, X[2500:].astype(np.float32))
+        result = check_parity(clf, onx, X32[2500:])
     # onnxmltools computes in float32: close, not exact (measured 4e-7)
     assert result["max_abs_error"] < 1e-5, result
 
