@@ -3,9 +3,10 @@
 Their default score is the raw margin (``predict(output_margin=True)``,
 ``predict(raw_score=True)``), which ``converters/exact_boosters.py`` reproduces bit
 for bit: on every test row of the shared data (prefit and 3-fold, binary and
-5-class, float32 and float64 graphs) and on generated edge cases (NaN, values on a
-threshold and one ulp either side). ``response_method="predict_proba"`` goes through
-onnxmltools' converters, close but not exact.
+5-class, the tables as read (float64 graphs) and cast to float32 (float32 graphs)) and
+on generated edge cases (NaN, values on a threshold and one ulp either side).
+``response_method="predict_proba"`` goes through onnxmltools' converters, close but not
+exact: ``to_onnx`` refuses it unless ``allow_inexact=True``.
 
 Needs the ``boosters`` extra (``pip install -e ".[boosters]"``; CI installs it).
 """
@@ -169,9 +170,11 @@ def test_pipeline_and_early_stopping():
     clf = CalibratedClassifier(FrozenEstimator(model)).fit(X[2000:3000], y[2000:3000])
     _assert_exact(clf, X[3000:], np.float64)
 
+    # a float32 graph: float32 data (float64 data is refused, "cannot carry")
+    X32 = X.astype(np.float32)
     lgbm = make_pipeline(StandardScaler(), _boosters()["LightGBM"])
-    clf = CalibratedClassifier(lgbm, cv=3).fit(X[:3000], y[:3000])
-    _assert_exact(clf, X[3000:].astype(np.float32), np.float32)  # float32 data: float32 graph
+    clf = CalibratedClassifier(lgbm, cv=3).fit(X32[:3000], y[:3000])
+    _assert_exact(clf, X32[3000:], np.float32)
 
 
 def test_fusion_of_both_exports_exactly():
@@ -190,16 +193,15 @@ def test_probabilities_through_onnxmltools(name):
     base = _boosters()[name].fit(X[:1500], y[:1500])
     clf = CalibratedClassifier(FrozenEstimator(base), response_method="predict_proba")
     clf.fit(X[1500:2500], y[1500:2500])
-    X32 = X.astype(np.float32)  # onnxmltools' converters take float32
-    # onnxmltools computes the probabilities in float32: not shown exact, so refused
-    with pytest.raises(NotImplementedError, match=r"predict_proba exactly.*allow_inexact"):
-        to_onnx(clf, X32[:5])
-    with pytest.warns(InexactExportWarning, match="allow_inexact=True"):
+    with pytest.raises(NotImplementedError, match="allow_inexact"):
+        to_onnx(clf, X[:5])  # not shown exact: refused by default
+    X32 = X.astype(np.float32)  # float32 data: a float32 graph
+    with pytest.warns(InexactExportWarning):
         onx = to_onnx(clf, X32[:5], allow_inexact=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         result = check_parity(clf, onx, X32[2500:])
-    # close, not exact (measured 4e-7)
+    # onnxmltools computes in float32: close, not exact (measured 4e-7)
     assert result["max_abs_error"] < 1e-5, result
 
 
@@ -221,14 +223,15 @@ def test_sklearn_exports_import_no_booster_library():
 
 
 def _cells():
+    """The shared tables as read (a float64 graph) and cast to float32 (a float32 graph)."""
     cells = []
     for model in ("XGBoost", "LightGBM"):
-        for dtype in ("float32", "float64"):
+        for data in ("as_read", "float32"):
             for dataset in DATASETS:
-                cells.append(Cell(dataset, model, dtype))
-            cells.append(Cell("credit", model, dtype, mode="kfold"))
-            cells.append(Cell("diabetes", model, dtype, task="multiclass"))
-        cells.append(Cell("diabetes", model, "float32", mode="kfold", task="multiclass"))
+                cells.append(Cell(dataset, model, data=data))
+            cells.append(Cell("credit", model, mode="kfold", data=data))
+            cells.append(Cell("diabetes", model, task="multiclass", data=data))
+        cells.append(Cell("diabetes", model, mode="kfold", task="multiclass", data="float32"))
     return cells
 
 
@@ -239,5 +242,7 @@ def test_graph_equals_python_on_every_test_row(cell):
     result = run_cell(cell)
     assert result["error"] is None, result.get("traceback")
     assert result["n_test"] > 0
+    assert result["graph_dtype"] == ("float64" if cell.data == "as_read" else "float32")
     assert result["n_above"] == 0, result
     assert result["n_label_mismatch"] == 0, result
+    assert result["passed"], result

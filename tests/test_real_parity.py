@@ -1,14 +1,21 @@
-"""Issue 9: the exported graph gives Python's probabilities on every row of real data.
+"""Issues 9 and 21: the exported graph gives Python's probabilities on every row of real
+data as users hold it, or ``to_onnx`` refuses.
 
-Each cell (``_realdata.quick_cells``: credit and shoppers behind StandardScaler +
-OneHotEncoder in a ColumnTransformer, five base models, prefit; a 3-fold ensemble; a
-5-class target) is fitted on a shared real data set, exported and run in onnxruntime on
-every test row. Asserted on every row: the float64 graph within 1e-9 of ``predict_proba``,
-the float32 graph within 1e-6 of ``predict_proba`` run on the same float32 features, and
-identical labels. ``python benchmarks/real_parity.py`` measures the larger matrix.
+Each cell (``_realdata.quick_cells``) reads a shared table as pandas reads it, nothing
+cast (int64, float64, bool and string columns; credit's array from the bundled loader),
+fits a ``CalibratedClassifier`` in one of four layouts (a ColumnTransformer pipeline, a
+plain Pipeline or a bare model on the numeric frame, a float64 array), exports it with
+``to_onnx``'s default dtype unless the cell names one, and runs the graph in onnxruntime
+on every test row, fed each input at its declared type. Asserted on every row: within
+1e-9 of ``predict_proba`` on the same rows for a float64 graph, 1e-6 for a float32 graph,
+and identical labels. An explicit ``dtype="float32"`` on values float32 cannot hold must
+raise ``ValueError`` ("cannot carry"); a refusal where exactness is expected, or
+exactness where a refusal is, fails. One cell casts its data to float32 on purpose: it
+tests float32 data (``data="float32"``); another exports float32 data as float64.
+``python benchmarks/real_parity.py`` measures the larger matrix.
 
-Cells that fail today are listed, with what was measured, in :data:`ISSUE_9_XFAIL`, the
-only place that marks them.
+Cells that fail today are listed, with what was measured, in :data:`XFAIL`, the only
+place that marks them.
 """
 
 from __future__ import annotations
@@ -26,21 +33,17 @@ pytestmark = pytest.mark.skipif(
     ),
 )
 
-#: Issue 9: the cells that fail today, with the max |p_onnx - p_python| and rows above
-#: tolerance measured before the converter rewrite (converters/ and export.py as of
-#: b6e0888: skl2onnx's own base-model converters; benchmarks/real_parity.md). The
-#: only place that marks expected failures: delete entries as the converters become
-#: exact, and the dict once it is empty. ``strict=False``, so a fixed cell reports XPASS.
-ISSUE_9_XFAIL: dict[str, str] = {}
+#: The cells that fail today, with what was measured (max |p_onnx - p_python|, rows above
+#: tolerance). The only place that marks expected failures, ``strict=True``: a fixed
+#: cell reports XPASS as a failure, so delete its entry.
+XFAIL: dict[str, str] = {}
 
 
 def _param(cell):
-    measured = ISSUE_9_XFAIL.get(cell.id)
+    measured = XFAIL.get(cell.id)
     marks = ()
     if measured is not None:
-        marks = pytest.mark.xfail(
-            strict=False, reason=f"issue 9: graph differs from Python (measured {measured})"
-        )
+        marks = pytest.mark.xfail(strict=True, reason=f"graph differs from Python: {measured}")
     return pytest.param(cell, id=cell.id, marks=marks)
 
 
@@ -48,7 +51,14 @@ CELLS = quick_cells()
 
 
 def test_xfail_list_names_existing_cells():
-    assert set(ISSUE_9_XFAIL) <= {cell.id for cell in CELLS}
+    assert set(XFAIL) <= {cell.id for cell in CELLS}
+
+
+def test_quick_cells_cover_every_layout_and_dtype():
+    assert {c.layout for c in CELLS} == {"column_transformer", "pipeline", "bare", "array"}
+    kinds = {(c.data, c.dtype) for c in CELLS}
+    assert {("as_read", "default"), ("float32", "default")} <= kinds
+    assert {("as_read", "float32"), ("float32", "float64")} <= kinds
 
 
 @pytest.mark.slow
@@ -58,12 +68,20 @@ def test_graph_equals_python_on_every_test_row(cell):
         # skl2onnx's SVC converter reads SVC.probA_, deprecated in scikit-learn 1.9
         warnings.filterwarnings("ignore", category=FutureWarning, message=".*probA_|.*probB_")
         result = run_cell(cell)
-    assert result["error"] is None, result["error"]
+    assert result["error"] is None, result["error"] + "\n" + result.get("traceback", "")
+    if result["expected"] == "refused":
+        assert result["outcome"] == "refused", (
+            f"dtype=float32 on values float32 cannot hold was accepted: {result['outcome']}, "
+            f"max {result['max_abs_error']:.2e}"
+        )
+        return
+    assert result["outcome"] != "refused", f"refused where exactness is expected: {result}"
     n_test, tolerance = result["n_test"], result["tolerance"]
     assert result["n_above"] == 0, (
         f"{result['n_above']} of {n_test} test rows differ from Python by more than "
-        f"{tolerance:g} (max {result['max_abs_error']:.2e})"
+        f"{tolerance:g} (max {result['max_abs_error']:.2e}, {result['graph_dtype']} graph)"
     )
     assert result["n_label_mismatch"] == 0, (
         f"{result['n_label_mismatch']} of {n_test} labels differ from Python"
     )
+    assert result["passed"]
