@@ -66,7 +66,7 @@ from ._newton import (
 from ._passes import Extremes, ScoreTable, chunk_arrays
 from ._registry import CALIBRATORS, entry_for, resolve
 from ._transforms import apply_transform, fit_transform_params, rescale, score_exponent
-from ._validation import check_scores, single_score
+from ._validation import check_scores, is_missing, single_score
 
 __all__ = [
     "BUFFER_ROWS",
@@ -99,14 +99,7 @@ def _label_array(y, name: str) -> np.ndarray:
     if y.dtype.kind == "f":
         missing = np.isnan(y)
     elif y.dtype.kind == "O":
-        missing = np.fromiter(
-            (
-                v is None or type(v).__name__ == "NAType" or (isinstance(v, float) and v != v)
-                for v in y
-            ),
-            bool,
-            y.shape[0],
-        )
+        missing = np.fromiter(map(is_missing, y), bool, y.shape[0])
     else:
         return y
     if missing.any():
