@@ -136,20 +136,14 @@ def _read_npy(zf, info: zipfile.ZipInfo, dtype, shape: tuple | None) -> np.ndarr
     exactly the declared bytes read."""
     name = info.filename[:-4]
     with zf.open(info) as f:
-        version = npy.read_magic(f)
-        if version == (1, 0):
-            got, fortran, got_dtype = npy.read_array_header_1_0(f)
-        elif version == (2, 0):
-            got, fortran, got_dtype = npy.read_array_header_2_0(f)
-        else:
-            raise BlobError(f"statistics blob: array {name} has .npy version {version}")
+        got, fortran, got_dtype = _npy_header(f, name)
         if got_dtype != np.dtype(dtype) or fortran:
             raise BlobError(
                 f"statistics blob: array {name} has dtype {got_dtype}"
                 f"{' (Fortran order)' if fortran else ''}, expected {np.dtype(dtype)}"
             )
         if shape is None:
-            if len(got) != 1 or got[0] > MAX_HEADER_BYTES:
+            if len(got) != 1 or not 0 <= got[0] <= MAX_HEADER_BYTES:
                 raise BlobError(
                     f"statistics blob: header of shape {got}, at most {MAX_HEADER_BYTES} bytes"
                 )
@@ -168,6 +162,24 @@ def _read_npy(zf, info: zipfile.ZipInfo, dtype, shape: tuple | None) -> np.ndarr
         if len(data) != nbytes or f.read(1):
             raise BlobError(f"statistics blob: array {name} is truncated")
     return np.frombuffer(data, dtype=dtype).reshape(got).copy()
+
+
+def _npy_header(f, name: str) -> tuple:
+    """Shape, order and dtype from a ``.npy`` header (versions 1.0 and 2.0)."""
+    try:
+        version = npy.read_magic(f)
+        if version == (1, 0):
+            return npy.read_array_header_1_0(f)
+        if version == (2, 0):
+            return npy.read_array_header_2_0(f)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
+        raise  # damage to the archive itself: named by the caller
+    except Exception as exc:  # noqa: BLE001 - numpy parses the header with ast and tokenize
+        raise BlobError(
+            f"statistics blob: array {name} has a malformed .npy header "
+            f"({type(exc).__name__}: {show.repr(str(exc))})"
+        ) from None
+    raise BlobError(f"statistics blob: array {name} has .npy version {version}")
 
 
 def _parse_header(raw: np.ndarray) -> dict:
