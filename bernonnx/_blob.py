@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import reprlib
 import zipfile
 import zlib
@@ -205,3 +206,107 @@ def _parse_header(raw: np.ndarray) -> dict:
     if not isinstance(header, dict):
         raise BlobError(f"statistics header must be a JSON object, got {type(header).__name__}")
     return header
+
+
+# ------------------------------------------------------------- header values
+
+#: Integer parameters in a header stay within this: no calibrator takes more (degrees
+#: to 100, folds to 20, knots and bins in the thousands), and 2^60 knots would allocate.
+MAX_PARAM_INT = 1 << 20
+#: dtypes of saved classes: booleans, integers, floats, strings of up to 9999 chars
+CLASS_DTYPES = re.compile(r"^(\|b1|<[iu][1248]|<f[48]|<U\d{1,4})$")
+
+
+def bad(message: str):
+    """Raise the :class:`BlobError` of a refused header field."""
+    raise BlobError(f"statistics header: {message}")
+
+
+def integer(header: dict, key: str, lo: int, hi: int) -> int:
+    """``header[key]``, an integer in ``[lo, hi]`` (not a bool)."""
+    value = header.get(key)
+    if type(value) is not int or not lo <= value <= hi:
+        bad(f"{key} must be an integer in [{lo}, {hi}], got {show.repr(value)}")
+    return value
+
+
+def number(value, key: str, lo: float = -math.inf, hi: float = math.inf) -> float:
+    """A JSON number (finite: the reader refuses others) in ``[lo, hi]`` as a float."""
+    if type(value) not in (int, float) or not lo <= value <= hi:
+        bad(f"{key} must be a number in [{lo}, {hi}], got {show.repr(value)}")
+    return float(value)
+
+
+def encode_param(value, key: str):
+    """A parameter as JSON; tuples, arrays and non-finite floats tagged, numpy scalars
+    as Python ones."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+        items = [
+            encode_param(v, key) for v in (value.tolist() if hasattr(value, "tolist") else value)
+        ]
+        tag = {tuple: "tuple", list: None}.get(type(value), "array")
+        return items if tag is None else {tag: items}
+    raise ValueError(
+        f"parameter {key}={value!r} cannot be saved: statistics hold numbers, strings, "
+        "None and flat sequences of them"
+    )
+
+
+def decode_param(value, key: str, depth: int):
+    if value is None or isinstance(value, (bool, str, float)):
+        return value
+    if isinstance(value, int):
+        if abs(value) > MAX_PARAM_INT:
+            bad(f"parameter {key} = {show.repr(value)} is beyond {MAX_PARAM_INT}")
+        return value
+    if depth == 0 and isinstance(value, list):
+        return [decode_param(v, key, 1) for v in value]
+    if isinstance(value, dict) and len(value) == 1:
+        ((tag, inner),) = value.items()
+        if tag == "float" and inner in ("inf", "-inf", "nan"):
+            return float(inner)
+        if depth == 0 and tag in ("tuple", "array") and isinstance(inner, list):
+            items = [decode_param(v, key, 1) for v in inner]
+            return tuple(items) if tag == "tuple" else np.asarray(items)
+    bad(f"parameter {key} = {show.repr(value)} is not a saved parameter value")
+
+
+def params_of(estimator) -> dict:
+    return {k: encode_param(v, k) for k, v in estimator.get_params(deep=False).items()}
+
+
+def encode_classes(classes: np.ndarray) -> list:
+    values = classes.tolist()
+    if not all(isinstance(v, (bool, int, float, str)) for v in values):
+        raise ValueError(
+            f"classes {values!r} cannot be saved: statistics hold labels that are "
+            "numbers, booleans or strings"
+        )
+    return values
+
+
+def decode_classes(header: dict) -> np.ndarray:
+    values, dtype = header.get("classes"), header.get("classes_dtype")
+    if not (
+        isinstance(values, list)
+        and len(values) == 2
+        and all(isinstance(v, (bool, int, float, str)) for v in values)
+        and (dtype is None or (isinstance(dtype, str) and CLASS_DTYPES.match(dtype)))
+    ):
+        bad(f"classes must be two labels of a simple dtype, got {show.repr(values)}, {dtype!r}")
+    try:
+        classes = np.asarray(values) if dtype is None else np.asarray(values, dtype=dtype)
+    except (OverflowError, TypeError, ValueError):
+        bad(f"classes {show.repr(values)} do not fit dtype {dtype}")
+    if classes.tolist() != values or not (classes[0] < classes[1]):
+        bad(
+            f"classes must be two distinct labels in sorted order, as fitted "
+            f"(negative, positive), got {show.repr(values)} ({classes.dtype})"
+        )
+    return classes

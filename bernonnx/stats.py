@@ -46,14 +46,25 @@ as in ``fit``.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from . import _bernstein as bern
-from ._blob import BlobError, read, show, write
+from ._blob import (
+    BlobError,
+    bad,
+    decode_classes,
+    decode_param,
+    encode_classes,
+    integer,
+    number,
+    params_of,
+    read,
+    show,
+    write,
+)
 from ._newton import (
     FIT_BINS,
     SELECT_BINS,
@@ -85,12 +96,8 @@ _FORMAT = "bernonnx.stats"
 #: Rows that wait, once the transform is fixed, to be binned together (a stream of
 #: single rows would otherwise pay the binning's fixed cost per row).
 PENDING_ROWS = 1 << 16
-#: Integers in a blob's header (rows, parameters) stay below this: larger ones are
-#: no statistics anyone saved, and a parameter of 2^60 knots would allocate at fit.
+#: Row counts in a blob's header stay below this (float64 counts them exactly).
 _MAX_INT = 1 << 53
-_MAX_PARAM_INT = 1 << 20
-#: dtypes of saved classes: booleans, integers, floats, strings of up to 9999 chars
-_CLASS_DTYPES = re.compile(r"^(\|b1|<[iu][1248]|<f[48]|<U\d{1,4})$")
 
 
 def _label_array(y, name: str) -> np.ndarray:
@@ -173,7 +180,7 @@ class CalibrationStats:
             raise TypeError(f"cannot merge {type(self).__name__} with {type(other).__name__}")
         if (
             type(self.calibrator) is not type(other.calibrator)
-            or _params_of(self.calibrator) != _params_of(other.calibrator)
+            or params_of(self.calibrator) != params_of(other.calibrator)
             or not np.array_equal(self.classes, other.classes)
         ):
             raise ValueError("merged statistics must come from the same calibrator and classes")
@@ -207,8 +214,8 @@ class CalibrationStats:
             "version": FORMAT_VERSION,
             "kind": type(self).__name__,
             "calibrator": type(self.calibrator).__name__,
-            "params": _params_of(self.calibrator),
-            "classes": _encode_classes(self.classes),
+            "params": params_of(self.calibrator),
+            "classes": encode_classes(self.classes),
             "classes_dtype": None if self.classes.dtype.kind == "O" else self.classes.dtype.str,
             "rows": int(self.rows),
             **self._header(),
@@ -275,31 +282,12 @@ _HEADER_KEYS = {
 }
 
 
-def _bad(message: str):
-    raise BlobError(f"statistics header: {message}")
-
-
-def integer(header: dict, key: str, lo: int, hi: int) -> int:
-    """``header[key]``, an integer in ``[lo, hi]`` (not a bool)."""
-    value = header.get(key)
-    if type(value) is not int or not lo <= value <= hi:
-        _bad(f"{key} must be an integer in [{lo}, {hi}], got {show.repr(value)}")
-    return value
-
-
-def number(value, key: str, lo: float = -math.inf, hi: float = math.inf) -> float:
-    """A JSON number (finite: the reader refuses others) in ``[lo, hi]`` as a float."""
-    if type(value) not in (int, float) or not lo <= value <= hi:
-        _bad(f"{key} must be a number in [{lo}, {hi}], got {show.repr(value)}")
-    return float(value)
-
-
 def _open(header: dict) -> tuple[CalibrationStats, dict[str, tuple]]:
     """Empty statistics of the calibrator a header names, and its arrays' shapes."""
     if header.get("format") != _FORMAT:
-        _bad(f"format {show.repr(header.get('format'))}: not a bernonnx statistics blob")
+        bad(f"format {show.repr(header.get('format'))}: not a bernonnx statistics blob")
     if header.get("version") != FORMAT_VERSION:
-        _bad(
+        bad(
             f"format version {show.repr(header.get('version'))} is unknown; this bernonnx "
             f"reads version {FORMAT_VERSION} (save the statistics again with it)"
         )
@@ -307,28 +295,28 @@ def _open(header: dict) -> tuple[CalibrationStats, dict[str, tuple]]:
     entries = [e for e in CALIBRATORS if e.stats is not None]
     entry = next((e for e in entries if e.name == name), None)
     if entry is None:
-        _bad(
+        bad(
             f"calibrator {show.repr(name)} has no streaming statistics; those with "
             f"statistics: {', '.join(e.name for e in entries)}"
         )
     kind = resolve(entry.stats)
     if header.get("kind") != kind.__name__:
-        _bad(f"kind {show.repr(header.get('kind'))} is not that of {name} ({kind.__name__})")
+        bad(f"kind {show.repr(header.get('kind'))} is not that of {name} ({kind.__name__})")
     unknown = set(header) - _HEADER_KEYS - kind.HEADER_KEYS
     missing = (_HEADER_KEYS | kind.HEADER_KEYS) - set(header)
     if unknown or missing:
-        _bad(f"keys {sorted(missing)} missing, {show.repr(sorted(unknown))} unexpected")
-    stats = kind(_calibrator(entry.load(), header.get("params")), _decode_classes(header))
+        bad(f"keys {sorted(missing)} missing, {show.repr(sorted(unknown))} unexpected")
+    stats = kind(_calibrator(entry.load(), header.get("params")), decode_classes(header))
     stats.rows = integer(header, "rows", 0, _MAX_INT)
     declared = header["arrays"]
     if not isinstance(declared, dict) or not all(
         isinstance(v, list) and len(v) <= 3 and all(type(d) is int and d >= 0 for d in v)
         for v in declared.values()
     ):
-        _bad(f"arrays must map names to shapes, got {show.repr(declared)}")
+        bad(f"arrays must map names to shapes, got {show.repr(declared)}")
     shapes = stats._declared(header, declared)
     if declared != {k: list(v) for k, v in shapes.items()}:
-        _bad(f"arrays {show.repr(declared)} are not those of the statistics: {shapes}")
+        bad(f"arrays {show.repr(declared)} are not those of the statistics: {shapes}")
     return stats, shapes
 
 
@@ -337,91 +325,16 @@ def _calibrator(cls: type, params):
     own = cls().get_params(deep=False)
     if not isinstance(params, dict) or set(params) - set(own):
         extra = set(params) - set(own) if isinstance(params, dict) else params
-        _bad(f"params of {cls.__name__} must be among {sorted(own)}, got {show.repr(extra)}")
-    decoded = {key: _decode_param(value, key, 0) for key, value in params.items()}
+        bad(f"params of {cls.__name__} must be among {sorted(own)}, got {show.repr(extra)}")
+    decoded = {key: decode_param(value, key, 0) for key, value in params.items()}
     estimator = cls(**decoded)
     try:
         estimator._validate_params()  # scikit-learn's check of _parameter_constraints
         if hasattr(estimator, "_candidate_degrees"):
             estimator._candidate_degrees()
     except (ValueError, TypeError) as exc:
-        _bad(f"params of {cls.__name__} refused: {exc}")
+        bad(f"params of {cls.__name__} refused: {exc}")
     return estimator
-
-
-def _encode_param(value, key: str):
-    """A parameter as JSON; tuples, arrays and non-finite floats tagged, numpy scalars
-    as Python ones."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"float": repr(value)}
-    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
-        items = [
-            _encode_param(v, key) for v in (value.tolist() if hasattr(value, "tolist") else value)
-        ]
-        tag = {tuple: "tuple", list: None}.get(type(value), "array")
-        return items if tag is None else {tag: items}
-    raise ValueError(
-        f"parameter {key}={value!r} cannot be saved: statistics hold numbers, strings, "
-        "None and flat sequences of them"
-    )
-
-
-def _decode_param(value, key: str, depth: int):
-    if value is None or isinstance(value, (bool, str, float)):
-        return value
-    if isinstance(value, int):
-        if abs(value) > _MAX_PARAM_INT:
-            _bad(f"parameter {key} = {show.repr(value)} is beyond {_MAX_PARAM_INT}")
-        return value
-    if depth == 0 and isinstance(value, list):
-        return [_decode_param(v, key, 1) for v in value]
-    if isinstance(value, dict) and len(value) == 1:
-        ((tag, inner),) = value.items()
-        if tag == "float" and inner in ("inf", "-inf", "nan"):
-            return float(inner)
-        if depth == 0 and tag in ("tuple", "array") and isinstance(inner, list):
-            items = [_decode_param(v, key, 1) for v in inner]
-            return tuple(items) if tag == "tuple" else np.asarray(items)
-    _bad(f"parameter {key} = {show.repr(value)} is not a saved parameter value")
-
-
-def _params_of(estimator) -> dict:
-    return {k: _encode_param(v, k) for k, v in estimator.get_params(deep=False).items()}
-
-
-def _encode_classes(classes: np.ndarray) -> list:
-    values = classes.tolist()
-    if not all(isinstance(v, (bool, int, float, str)) for v in values):
-        raise ValueError(
-            f"classes {values!r} cannot be saved: statistics hold labels that are "
-            "numbers, booleans or strings"
-        )
-    return values
-
-
-def _decode_classes(header: dict) -> np.ndarray:
-    values, dtype = header.get("classes"), header.get("classes_dtype")
-    if not (
-        isinstance(values, list)
-        and len(values) == 2
-        and all(isinstance(v, (bool, int, float, str)) for v in values)
-        and (dtype is None or (isinstance(dtype, str) and _CLASS_DTYPES.match(dtype)))
-    ):
-        _bad(f"classes must be two labels of a simple dtype, got {show.repr(values)}, {dtype!r}")
-    try:
-        classes = np.asarray(values) if dtype is None else np.asarray(values, dtype=dtype)
-    except (OverflowError, TypeError, ValueError):
-        _bad(f"classes {show.repr(values)} do not fit dtype {dtype}")
-    if classes.tolist() != values or not (classes[0] < classes[1]):
-        _bad(
-            f"classes must be two distinct labels in sorted order, as fitted "
-            f"(negative, positive), got {show.repr(values)} ({classes.dtype})"
-        )
-    return classes
 
 
 class ScoreStats(CalibrationStats):
@@ -475,7 +388,7 @@ class ScoreStats(CalibrationStats):
     def _declared(self, header, declared):
         n = declared.get("s", [0])[0] if isinstance(declared.get("s"), list) else 0
         if n > self.rows:
-            _bad(f"{n} distinct scores from {self.rows} rows")
+            bad(f"{n} distinct scores from {self.rows} rows")
         return {"s": (n,), "w0": (n,), "w1": (n,)}
 
     def _check_arrays(self, arrays):
@@ -676,19 +589,19 @@ class BernsteinStats(CalibrationStats):
         cal = self.calibrator
         binned = header["binned"]
         if type(binned) is not bool:
-            _bad(f"binned must be true or false, got {show.repr(binned)}")
+            bad(f"binned must be true or false, got {show.repr(binned)}")
         if not binned:
             if any(header[k] is not None for k in self.HEADER_KEYS - {"binned"}):
-                _bad("buffered statistics carry no transform (exponent ... kept must be null)")
+                bad("buffered statistics carry no transform (exponent ... kept must be null)")
             if self.rows > BUFFER_ROWS:
-                _bad(f"{self.rows} buffered rows: at most BUFFER_ROWS = {BUFFER_ROWS}")
+                bad(f"{self.rows} buffered rows: at most BUFFER_ROWS = {BUFFER_ROWS}")
             return {name: (self.rows,) for name in ("s", "target", "w")}
         integer(header, "exponent", -1100, 1100)
         integer(header, "kept", 0, self.rows)
         transform = header["transform"]
         scalars = self._SCALARS[cal.score_transform]
         if not isinstance(transform, dict) or set(transform) != set(scalars):
-            _bad(
+            bad(
                 f"transform {show.repr(transform)} does not hold the parameters of "
                 f"score_transform={cal.score_transform!r}: {list(scalars)}"
             )
@@ -700,7 +613,7 @@ class BernsteinStats(CalibrationStats):
             and len(u_range) == 2
             and 0.0 <= number(u_range[0], "u_range", 0, 1) <= number(u_range[1], "u_range", 0, 1)
         ):
-            _bad(f"u_range must be null or [lo, hi] within [0, 1], got {show.repr(u_range)}")
+            bad(f"u_range must be null or [lo, hi] within [0, 1], got {show.repr(u_range)}")
         folds, top = int(cal.n_folds), max(cal._candidate_degrees())
         shapes = {
             "wt": (folds, 2 * FIT_BINS),
@@ -713,7 +626,7 @@ class BernsteinStats(CalibrationStats):
             knots = declared.get("param_knots")
             k = knots[0] if isinstance(knots, list) and len(knots) == 1 else 0
             if not 1 <= k <= int(cal.n_knots) + 1:
-                _bad(f"param_knots of shape {show.repr(knots)}: 1 to n_knots + 1 knots")
+                bad(f"param_knots of shape {show.repr(knots)}: 1 to n_knots + 1 knots")
             shapes["param_knots"] = shapes["param_levels"] = (k,)
         return shapes
 
