@@ -7,7 +7,8 @@ chunk by chunk (:meth:`~CalibrationStats.update`), merged (``a + b`` or
 saved (:meth:`~CalibrationStats.to_bytes`, :meth:`~CalibrationStats.from_bytes`:
 numpy arrays and JSON, no pickle) and turned into a fitted calibrator
 (:meth:`~CalibrationStats.fit`). ``partial_fit`` of the calibrators keeps one
-in ``stats_`` and refits from it after each chunk.
+in ``stats_`` and only updates it; the fit from it happens once, on first use
+after an update (:class:`PartialFitMixin`).
 
 :func:`stats_for` gives the statistics of a calibrator:
 
@@ -26,9 +27,15 @@ in ``stats_`` and refits from it after each chunk.
     same degree; the least-squares fit is exact (moments); the log-loss fit
     replaces the rows of a cell by two points at mean +- standard deviation
     (exact for the loss's quadratic part), measured within 1e-6 in
-    probability of the in-memory fit with the same transform (tests).
+    probability of the in-memory fit *with the same transform* (tests).
     What differs from ``fit`` on all rows at once: the transform, fitted on
-    the first :data:`BUFFER_ROWS` rows instead of all of them.
+    the first :data:`BUFFER_ROWS` rows instead of all of them. The
+    difference from ``fit`` therefore depends on how far the quantiles of
+    the first rows are from those of all rows: on 2e6 rows, degree 12,
+    measured 3.8e-5 (log loss) and 2.9e-5 (least squares) on a shuffled
+    stream, but 9.1e-3 and 5.1e-3 on a stream that drifts (its first half
+    N(0, 1), its second N(1, 1.5^2)). Shuffle such a stream, or fit it from
+    a source read in passes (Dask, Spark, Parquet: equal to ``fit``).
 
 :class:`ScoreStats` (Platt, isotonic, histogram, Platt-histogram)
     The distinct scores with the weight of each class (as Spark MLlib's
@@ -41,6 +48,10 @@ in ``stats_`` and refits from it after each chunk.
 Row positions: rows are numbered in the order they arrive; the folds of the
 degree search are a hash of that number (:func:`bernonnx._newton.fold_of`),
 as in ``fit``.
+
+Saved statistics are data, never code: :meth:`CalibrationStats.from_bytes`
+looks the calibrator up among the registry's entries with statistics and
+checks every field and array before reading it (see there).
 """
 
 from __future__ import annotations
