@@ -79,6 +79,7 @@ class _ScoreCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     """
 
     def _positive_proba(self, X):
+        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx.stats.PartialFitMixin)
         check_is_fitted(self)
         s = predict_scores(self, X)
         # evaluated in float64 (a float32 score is exact in float64), then cast back

@@ -61,6 +61,11 @@ class Entry:
     plot : str or None
         ``"module:object"`` of its plotting hooks (``bernonnx.plotting``), or None if
         it has no calibration-function picture.
+    stats : str or None
+        ``"module:Class"`` of its mergeable streaming statistics (``bernonnx.stats``:
+        ``partial_fit``, ``stats_for``, ``CalibrationStats.from_bytes``), or None if
+        it has none. A statistics blob names its calibrator; only the entries with
+        statistics are looked up, and nothing else is ever called.
     """
 
     cls: str
@@ -69,6 +74,7 @@ class Entry:
     multi: bool = False
     plot: str | None = None
     multiclass: bool = False
+    stats: str | None = None
 
     @property
     def name(self) -> str:
@@ -111,6 +117,7 @@ CALIBRATORS: tuple[Entry, ...] = (
             ),
         ),
         plot="bernonnx.plotting._hooks:BERNSTEIN",
+        stats="bernonnx.stats:BernsteinStats",
     ),
     Entry(
         "bernonnx.platt:PlattCalibrator",
@@ -126,18 +133,21 @@ CALIBRATORS: tuple[Entry, ...] = (
             ),
         ),
         plot="bernonnx.plotting._hooks:PLATT",
+        stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
         "bernonnx.isotonic:IsotonicCalibrator",
         "bernonnx.converters.isotonic:emit_isotonic",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
         plot="bernonnx.plotting._hooks:ISOTONIC",
+        stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
         "bernonnx.histogram:HistogramCalibrator",
         "bernonnx.converters.histogram:emit_histogram",
         (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
         plot="bernonnx.plotting._hooks:HISTOGRAM",
+        stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
         "bernonnx.histogram:PlattHistogramCalibrator",
@@ -150,6 +160,7 @@ CALIBRATORS: tuple[Entry, ...] = (
             ),
         ),
         plot="bernonnx.plotting._hooks:PLATT_HISTOGRAM",
+        stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
         "bernonnx.multivariate:MultivariateBernsteinCalibrator",

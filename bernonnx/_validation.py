@@ -73,6 +73,32 @@ def _finite_or_raise(values: np.ndarray, name: str) -> None:
         )
 
 
+def is_missing(v) -> bool:
+    """None, NaN or ``pd.NA`` (whose truth value is ambiguous: never compare it)."""
+    return v is None or type(v).__name__ == "NAType" or (isinstance(v, float) and v != v)
+
+
+def refuse_missing(values, name: str) -> None:
+    """``ValueError`` naming ``name`` if object-dtype ``values`` hold None or ``pd.NA``.
+
+    Validation would otherwise end in a ``TypeError`` from comparing ``pd.NA``.
+    Numeric and pandas extension dtypes are left to the usual checks (NaN).
+    """
+    dtypes = getattr(values, "dtypes", None)
+    if dtypes is not None and hasattr(dtypes, "__iter__"):  # a DataFrame
+        if not any(getattr(d, "kind", None) == "O" for d in dtypes):
+            return
+    elif np.asarray(values).dtype.kind != "O":
+        return
+    flat = np.asarray(values, dtype=object).reshape(-1)
+    where = next((i for i, v in enumerate(flat) if is_missing(v)), None)
+    if where is not None:
+        raise ValueError(
+            f"{name} has missing values (None, NaN or pd.NA), first at flat index {where}; "
+            "drop or fill those rows first"
+        )
+
+
 def check_scores(estimator, scores, *, reset: bool, y=None):
     """Validate scores (and ``y``) in scikit-learn's order; returns a 2-D array.
 
@@ -87,6 +113,10 @@ def check_scores(estimator, scores, *, reset: bool, y=None):
         )
     if not (hasattr(scores, "iloc") or issparse(scores)):
         scores = np.asarray(scores)
+    if not issparse(scores):
+        refuse_missing(scores, "scores")
+    if y is not None:
+        refuse_missing(y, "y")
     shape = getattr(scores, "shape", ())
     if not reset and len(shape) == 2 and shape[1] != 1:
         # clearer than the generic "X has k features" of validate_data

@@ -299,6 +299,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
 
     def _probabilities(self, X, pair: bool):
         """``p`` (shape ``(n,)``) or ``[1 - p, p]`` (``pair``), in the dtype of the scores."""
+        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx.stats.PartialFitMixin)
         check_is_fitted(self)
         s = predict_scores(self, X)
         params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}

@@ -3,21 +3,30 @@
 Properties, not snapshots: valid input gives finite probabilities in [0, 1]
 whose rows sum to 1, ranking is kept where strict monotonicity is promised,
 and anything else is refused with a ValueError that says what is wrong.
-Each item of issue 10 has its regression test here (named ``test_item_N_...``).
+Each item of issue 10 has its regression test here (named ``test_item_N_...``), and
+each finding of issue 22 on statistics blobs and ``partial_fit`` (``test_issue_22_...``).
 """
 
+import io
+import json
+import zipfile
+
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import expit
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
+from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.naive_bayes import GaussianNB
 
+import bernonnx.stats as stats_module
 from bernonnx import (
     BernsteinCalibrator,
     CalibratedClassifier,
@@ -31,6 +40,7 @@ from bernonnx import (
 from bernonnx.deploy import run_onnx
 from bernonnx.export import to_onnx
 from bernonnx.metrics import calibration_report, expected_calibration_error
+from bernonnx.stats import CalibrationStats, stats_for
 
 # ------------------------------------------------------------------ item 1
 
@@ -950,3 +960,416 @@ def test_issue_22_cli_streamed_parity_sample_counts_rows(
     assert f"over {sample} rows" in out  # the parity report counts the same rows
     if sample_rows > rows:
         assert sample == rows
+
+
+# ---- issue 22: statistics blobs and partial_fit
+
+
+def _stream(n=6_000, seed=0):
+    rng = np.random.default_rng(seed)
+    s = np.round(rng.standard_t(5, size=n), 3)
+    y = np.where(rng.random(n) < expit(1.3 * s - 0.2), "yes", "no")
+    return s, y
+
+
+def _members(blob):
+    """header dict and {name: array} of a blob, read the plain way (trusted test data)."""
+    with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    return json.loads(arrays.pop("header").tobytes()), arrays
+
+
+def _pack(header, arrays, declare=True):
+    """A blob of any header and arrays, written as np.savez_compressed does."""
+    if declare:
+        header = {**header, "arrays": {k: list(np.shape(v)) for k, v in arrays.items()}}
+    buf = io.BytesIO()
+    raw = json.dumps(header).encode()
+    np.savez_compressed(buf, header=np.frombuffer(raw, dtype=np.uint8), **arrays)
+    return buf.getvalue()
+
+
+def _blobs():
+    s, y = _stream()
+    w = np.random.default_rng(1).integers(0, 3, s.shape[0]).astype(float)
+    out = {
+        "score": stats_for(PlattCalibrator(), ["no", "yes"]).update(s, y, w),
+        "buffered": stats_for(BernsteinCalibrator(degree=(2, 4)), ["no", "yes"]).update(s, y),
+    }
+    return out
+
+
+@pytest.fixture(scope="module")
+def binned_stats():
+    s, y = _stream(30_000)
+    old = stats_module.BUFFER_ROWS
+    stats_module.BUFFER_ROWS = 5_000
+    try:
+        out = {
+            loss: stats_for(
+                BernsteinCalibrator(degree=6, loss=loss, score_transform=t), ["no", "yes"]
+            ).update(s, y)
+            for loss, t in (("log", "logistic"), ("squared", "quantile"))
+        }
+        assert all(v.binned is not None for v in out.values())
+    finally:
+        stats_module.BUFFER_ROWS = old
+    return out
+
+
+def test_issue_22_blob_names_only_registry_calibrators(tmp_path):
+    header, arrays = _members(_blobs()["score"].to_bytes())
+    target = tmp_path / "model.onnx"
+    target.write_bytes(b"not a model")
+    for name, params in [
+        ("attach", {"model": str(target), "column": 0}),
+        ("to_onnx", {}),
+        ("CalibratedClassifier", {}),
+        ("TemperatureCalibrator", {}),  # registered, but without streaming statistics
+        ("__import__", {"name": "os"}),
+        ("PlattCalibrator", {"model": str(target)}),  # not one of its parameters
+    ]:
+        blob = _pack({**header, "calibrator": name, "params": params}, arrays)
+        with pytest.raises(ValueError, match="calibrator|params"):
+            CalibrationStats.from_bytes(blob)
+
+
+def test_issue_22_params_go_through_the_estimator_validation():
+    header, arrays = _members(_blobs()["score"].to_bytes())
+    for params in [{"C": -1.0}, {"eps": "x"}, {"C": [1, [2]]}, {"C": {"tuple": [{"a": 1}]}}]:
+        with pytest.raises(ValueError, match="params|parameter"):
+            CalibrationStats.from_bytes(_pack({**header, "params": params}, arrays))
+    header, arrays = _members(_blobs()["buffered"].to_bytes())
+    for params in [{"n_folds": 10**40}, {"degree": [0, 500]}, {"score_transform": "pickle"}]:
+        with pytest.raises(ValueError, match="params|parameter"):
+            CalibrationStats.from_bytes(_pack({**header, "params": params}, arrays))
+
+
+def test_issue_22_array_bomb_is_refused_before_allocation():
+    header, _ = _members(_blobs()["score"].to_bytes())
+    header = {**header, "rows": 1}
+    zeros = np.zeros(1 << 24)  # 128 MB of zeros, 130 kB compressed
+    bomb = _pack(header, {"s": zeros, "w0": zeros, "w1": zeros})
+    assert len(bomb) < 1 << 20
+    with pytest.raises(ValueError, match="expands to|distinct scores"):
+        CalibrationStats.from_bytes(bomb)
+    # declared small, stored large: the .npy header disagrees with the declaration
+    header["arrays"] = {"s": [1], "w0": [1], "w1": [1]}
+    with pytest.raises(ValueError, match="shape|expands to"):
+        CalibrationStats.from_bytes(_pack(header, {"s": zeros, "w0": zeros, "w1": zeros}, False))
+
+
+def test_issue_22_format_version_and_kind(binned_stats):
+    for blob in [*(b.to_bytes() for b in _blobs().values()), binned_stats["log"].to_bytes()]:
+        header, arrays = _members(blob)
+        for change, match in [
+            ({"version": 1}, "format version"),
+            ({"version": None}, "format version"),
+            ({"format": "other"}, "not a bernonnx"),
+            ({"kind": "ScoreStats" if header["kind"] != "ScoreStats" else "BernsteinStats"}, ""),
+            (
+                {
+                    "calibrator": "IsotonicCalibrator"
+                    if header["kind"] != "ScoreStats"
+                    else "BernsteinCalibrator"
+                },
+                "",
+            ),
+            ({"rows": 10**30}, "rows"),
+            ({"rows": -1}, "rows"),
+            ({"rows": True}, "rows"),
+            ({"unknown": 1}, "unexpected"),
+        ]:
+            with pytest.raises(ValueError, match=match):
+                CalibrationStats.from_bytes(_pack({**header, **change}, arrays))
+
+
+@pytest.mark.parametrize(
+    "classes",
+    [["yes", "no"], ["no", "no"], ["no"], ["no", "yes", "maybe"], [0, "yes"], [[0], [1]]],
+)
+def test_issue_22_classes_must_be_two_sorted_labels(classes):
+    header, arrays = _members(_blobs()["score"].to_bytes())
+    with pytest.raises(ValueError, match="classes"):
+        CalibrationStats.from_bytes(_pack({**header, "classes": classes}, arrays))
+
+
+def test_issue_22_values_are_checked(binned_stats):
+    header, arrays = _members(_blobs()["buffered"].to_bytes())
+    for name, value in [("s", np.nan), ("w", -1.0), ("target", 0.5), ("w", np.inf)]:
+        bad = {k: v.copy() for k, v in arrays.items()}
+        bad[name][3] = value
+        with pytest.raises(ValueError, match=name):
+            CalibrationStats.from_bytes(_pack(header, bad))
+    for loss, stats in binned_stats.items():
+        header, arrays = _members(stats.to_bytes())
+        transform = header["transform"]
+        for change in [
+            {"transform": {k: -1.0 for k in transform} or {"shift": 0.0}},
+            {"transform": {**transform, "extra": 1.0}},
+            {"exponent": 10**9},
+            {"u_range": [0.5, 0.1]},
+            {"kept": header["rows"] + 1},
+            {"binned": False},
+        ]:
+            with pytest.raises(ValueError, match="statistics"):
+                CalibrationStats.from_bytes(_pack({**header, **change}, arrays))
+        bad = {k: v.copy() for k, v in arrays.items()}
+        bad["wt"][0, 5] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            CalibrationStats.from_bytes(_pack(header, bad))
+        if loss == "squared":  # quantile knots must increase
+            bad = {k: v.copy() for k, v in arrays.items()}
+            bad["param_knots"] = bad["param_knots"][::-1].copy()
+            with pytest.raises(ValueError, match="knots"):
+                CalibrationStats.from_bytes(_pack(header, bad))
+            bad = {k: v for k, v in arrays.items() if k != "moments"}
+            with pytest.raises(ValueError, match="arrays"):
+                CalibrationStats.from_bytes(_pack(header, bad))
+
+
+def test_issue_22_malformed_bytes_are_one_named_value_error():
+    blob = _blobs()["buffered"].to_bytes()
+    header, arrays = _members(blob)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    cases = [
+        b"",
+        b"garbage",
+        blob[: len(blob) // 2],
+        blob[:-5],
+        b"PK\x03\x04" + blob[4:40],
+        _pack({"kind": "BernsteinStats"}, {}, False),
+        _pack(header, {**arrays, "s": arrays["s"].astype(np.float32)}),
+        _pack(header, {k: v for k, v in arrays.items() if k != "w"}),
+        _pack(header, {**arrays, "extra": np.zeros(3)}),
+    ]
+    for raw in (deep, b"\xff\xfe", b'{"rows": 1' + b"0" * 5000 + b"}", b"NaN", b"[1, 2]"):
+        buf = io.BytesIO()
+        np.savez_compressed(buf, header=np.frombuffer(raw, dtype=np.uint8), **arrays)
+        cases.append(buf.getvalue())
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("header.npy", b"\x93NUMPY\x03\x00" + b"x" * 30)
+    cases.append(buf.getvalue())
+    for case in cases:
+        with pytest.raises(ValueError, match="statistics"):
+            CalibrationStats.from_bytes(case)
+    with pytest.raises(ValueError, match="bytes"):
+        CalibrationStats.from_bytes("a string")
+
+
+def test_issue_22_round_trips_keep_params_and_blobs_are_stable(binned_stats):
+    s, y = _stream(3_000)
+    for cal in [
+        BernsteinCalibrator(degree=(2, 4)),
+        BernsteinCalibrator(degree=np.int64(5), n_knots=np.int64(16), logit_bound=np.float64(9)),
+        BernsteinCalibrator(degree=[3, 6], score_transform="quantile"),
+        PlattCalibrator(C=np.inf),
+        PlattHistogramCalibrator(n_bins=np.int32(7)),
+        HistogramCalibrator(strategy="quantile"),
+        IsotonicCalibrator(increasing=False),
+    ]:
+        stats = stats_for(cal, ["no", "yes"]).update(s, y)
+        again = CalibrationStats.from_bytes(stats.to_bytes())
+        assert again.calibrator.get_params() == cal.get_params()
+        if isinstance(cal.get_params().get("degree"), tuple):
+            assert again.calibrator.degree == (2, 4)
+        assert again.to_bytes() == stats.to_bytes()
+        merged = again + stats  # same calibrator: merging is allowed
+        assert merged.rows == 2 * stats.rows
+        p = again.fit().predict_proba(s)
+        np.testing.assert_array_equal(p, stats.fit().predict_proba(s))
+    for stats in binned_stats.values():
+        again = CalibrationStats.from_bytes(stats.to_bytes())
+        assert again.to_bytes() == stats.to_bytes()
+        np.testing.assert_array_equal(again.fit().predict_proba(s), stats.fit().predict_proba(s))
+    bool_stats = stats_for(PlattCalibrator(), [False, True]).update(s, s > 0.3)
+    again = CalibrationStats.from_bytes(bool_stats.to_bytes())
+    assert again.classes.dtype == bool and again.fit().classes_.tolist() == [False, True]
+
+
+def _mutations():
+    blob = _blobs()["score"].to_bytes()
+    header, arrays = _members(blob)
+    return blob, header, arrays
+
+
+_BLOB, _HEADER, _ARRAYS = _mutations()
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    positions=st.lists(st.integers(0, len(_BLOB) - 1), min_size=1, max_size=4),
+    values=st.lists(st.integers(0, 255), min_size=4, max_size=4),
+    cut=st.integers(0, len(_BLOB)),
+)
+def test_issue_22_fuzzed_bytes_raise_value_error_or_load_equal(positions, values, cut):
+    raw = bytearray(_BLOB)
+    for at, value in zip(positions, values, strict=False):
+        raw[at] = value
+    for blob in (bytes(raw), _BLOB[:cut] + _BLOB[cut + 1 :]):
+        try:
+            loaded = CalibrationStats.from_bytes(blob)
+        except ValueError:
+            continue
+        assert loaded.to_bytes() == _BLOB  # zip metadata the reader ignores
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.sampled_from(sorted(_HEADER) + ["params", "extra"]),
+    value=_JSON_VALUES,
+    array=st.sampled_from(sorted(_ARRAYS)),
+    element=st.sampled_from([np.nan, np.inf, -1.0, 0.0, 1e308, 5e-324, 2.5]),
+)
+def test_issue_22_fuzzed_headers_raise_value_error_or_load_valid(key, value, array, element):
+    header = dict(_HEADER)
+    if key == "params":
+        header["params"] = {"C": value}
+    else:
+        header[key] = value
+    arrays = {k: v.copy() for k, v in _ARRAYS.items()}
+    for blob in (
+        _pack(header, arrays, declare=False),
+        _pack(_HEADER, {**arrays, array: np.r_[arrays[array][:-1], element]}),
+    ):
+        try:
+            loaded = CalibrationStats.from_bytes(blob)
+        except ValueError:
+            continue
+        # whatever loads is self-consistent: it saves and loads back to itself, and
+        # fits (or says why not) with finite probabilities
+        assert CalibrationStats.from_bytes(loaded.to_bytes()).to_bytes() == loaded.to_bytes()
+        try:
+            p = loaded.fit().predict_proba(np.linspace(-3, 3, 7))
+        except ValueError:
+            continue
+        assert np.isfinite(p).all() and (p >= 0).all() and (p <= 1).all()
+
+
+# -- partial_fit
+
+
+def _count_fits(monkeypatch):
+    calls = []
+    fit = stats_module.CalibrationStats.fit
+
+    def counted(self):
+        calls.append(self.rows)
+        return fit(self)
+
+    monkeypatch.setattr(stats_module.CalibrationStats, "fit", counted)
+    return calls
+
+
+@pytest.mark.parametrize("cls", [BernsteinCalibrator, PlattCalibrator, IsotonicCalibrator])
+def test_issue_22_partial_fit_is_lazy_one_fit_per_use(monkeypatch, cls):
+    calls = _count_fits(monkeypatch)
+    s, y = _stream(20_000)
+    cal = cls()
+    for start in range(0, s.shape[0], 100):  # 200 chunks
+        cal.partial_fit(s[start : start + 100], y[start : start + 100], classes=["no", "yes"])
+    assert calls == []
+    p = cal.predict_proba(s)
+    cal.predict(s)
+    assert calls == [20_000]
+    # the same fit: Bernstein's on the same rows; the others' on the distinct scores,
+    # whose sums round differently from the rows' (1e-16)
+    np.testing.assert_allclose(p, cls().fit(s, y).predict_proba(s), rtol=0, atol=1e-12)
+    cal.partial_fit(s[:10], y[:10])
+    assert calls == [20_000]
+    cal.predict_proba(s[:5])
+    assert calls == [20_000, 20_010]
+
+
+def test_issue_22_export_reads_the_lazy_fit(monkeypatch):
+    pytest.importorskip("onnxruntime")
+    s, y = _stream(5_000)
+    cal = BernsteinCalibrator(degree=6)
+    for start in range(0, 4_000, 500):
+        cal.partial_fit(s[start : start + 500], y[start : start + 500], classes=["no", "yes"])
+    assert "coef_" not in vars(cal)
+    onx = to_onnx(cal, s[:5].reshape(-1, 1), dtype=np.float64)  # reads coef_ only
+    feed = {onx.graph.input[0].name: s.reshape(-1, 1)}
+    got = run_onnx(onx, feed)["probabilities"]
+    np.testing.assert_allclose(got, cal.predict_proba(s), atol=1e-12)
+    cal.partial_fit(s[4_000:], y[4_000:])
+    assert not hasattr(cal, "cv_log_loss_") or cal.degree_ == 6
+    onx = to_onnx(cal, s[:5].reshape(-1, 1), dtype=np.float64)
+    got = run_onnx(onx, feed)["probabilities"]
+    np.testing.assert_allclose(
+        got, BernsteinCalibrator(degree=6).fit(s, y).predict_proba(s), atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("cls", [BernsteinCalibrator, PlattCalibrator, HistogramCalibrator])
+def test_issue_22_one_class_first_chunk_fits_when_both_are_seen(cls):
+    s, y = _stream(2_000)
+    order = np.argsort(y == "yes", kind="stable")  # all "no" first
+    s, y = s[order], y[order]
+    cal = cls().partial_fit(s[:500], y[:500], classes=["no", "yes"])
+    with pytest.raises(NotFittedError, match="class 'no' only"):
+        cal.predict_proba(s)
+    assert not hasattr(cal, "coef_")
+    cal.partial_fit(s[500:], y[500:])
+    want = cls().fit(s, y).predict_proba(s)
+    np.testing.assert_allclose(cal.predict_proba(s), want, rtol=0, atol=1e-12)
+
+
+def test_issue_22_partial_fit_after_fit_is_refused():
+    s, y = _stream(1_000)
+    for cls in (BernsteinCalibrator, PlattCalibrator, IsotonicCalibrator):
+        cal = cls().fit(s, y)
+        before = cal.predict_proba(s)
+        with pytest.raises(ValueError, match="partial_fit cannot continue a .* fitted by fit"):
+            cal.partial_fit(s, y)
+        np.testing.assert_array_equal(cal.predict_proba(s), before)  # nothing changed
+
+
+@pytest.mark.parametrize("cls", [BernsteinCalibrator, PlattCalibrator, IsotonicCalibrator])
+def test_issue_22_zero_weights_and_missing_values_are_named(cls):
+    s, y = _stream(300)
+    cal = cls().partial_fit(s, y, sample_weight=np.zeros(300))
+    with pytest.raises(ValueError, match="no row with positive sample_weight"):
+        cal.predict_proba(s)
+    with pytest.raises(ValueError, match="no row with positive sample_weight"):
+        cal.stats_.fit()
+    with pytest.raises(ValueError, match="scores has missing values"):
+        cls().partial_fit(pd.Series([pd.NA, *s[1:]], dtype=object), y)
+    with pytest.raises(ValueError, match="y has missing values"):
+        cls().partial_fit(s, pd.Series([pd.NA, *y[1:]], dtype=object), classes=["no", "yes"])
+    with pytest.raises(ValueError, match="missing labels"):
+        stats_for(cls(), ["no", "yes"]).update(s, np.array([None, *y[1:]], dtype=object))
+    with pytest.raises(ValueError, match="real numbers"):
+        stats_for(cls(), ["no", "yes"]).update(pd.array([pd.NA, *s[1:]], dtype=object), y)
+
+
+@pytest.mark.parametrize("cls", [BernsteinCalibrator, PlattCalibrator, IsotonicCalibrator])
+def test_issue_22_stream_order_and_chunking_and_weights(cls):
+    # the fit is that of the rows while Bernstein buffers them (the others keep distinct
+    # scores): chunks of one row give one fit of all rows, weight k equals k repeated
+    # rows, and (distinct scores) any order gives the same. Bernstein's degree search
+    # reads row positions (its folds), so its repetitions use a fixed degree.
+    make = (lambda: cls(degree=6)) if cls is BernsteinCalibrator else cls
+    s, y = _stream(3_000)
+    w = np.random.default_rng(3).integers(0, 3, s.shape[0])
+    by_one = make()
+    for i in range(600):
+        by_one.partial_fit(
+            s[i : i + 1], y[i : i + 1], classes=["no", "yes"], sample_weight=w[i : i + 1]
+        )
+    by_one.partial_fit(s[600:], y[600:], sample_weight=w[600:])
+    ref = make().fit(s, y, w)
+    np.testing.assert_allclose(by_one.predict_proba(s), ref.predict_proba(s), rtol=0, atol=1e-12)
+    repeated = make().partial_fit(np.repeat(s, w), np.repeat(y, w), classes=["no", "yes"])
+    np.testing.assert_allclose(repeated.predict_proba(s), ref.predict_proba(s), atol=1e-9)
+    order = np.random.default_rng(4).permutation(s.shape[0])
+    shuffled = make().partial_fit(s[order], y[order], sample_weight=w[order])
+    np.testing.assert_allclose(shuffled.predict_proba(s), ref.predict_proba(s), atol=1e-9)

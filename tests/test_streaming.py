@@ -6,7 +6,8 @@ Equality promises checked here (issue 13):
   in-memory fit of the same rows to 1e-9 in probability, same degree picked;
 * the radix-select quantiles equal ``weighted_quantile`` bit for bit;
 * ``partial_fit`` equals ``fit`` while the statistics buffer rows, and past the
-  buffer stays within 1e-6 of the in-memory fit with the same transform;
+  buffer stays within 1e-6 of the in-memory fit with the same transform (not of
+  ``fit``, whose transform reads all rows: see ``bernonnx.stats``);
 * the baselines' statistics (distinct scores) give their in-memory fit.
 
 On real scores (a model's decision values and GaussianNB's saturated probabilities on
