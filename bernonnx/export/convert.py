@@ -367,6 +367,8 @@ def to_onnx(
     build = np.dtype(np.float64) if narrow else dtype
     register_converters()
     final = _final_estimator(model)
+    # a partial_fit calibrator whose statistics moved since its last fit: fit it now
+    getattr(final, "_refit_if_stale", lambda: None)()
     options = {id(final): {"zipmap": zipmap, "basis": basis}}
     # float32 data behind a float64 interface: scikit-learn computes on the float32
     # values (a StandardScaler rounds to float32), so the graph does too
