@@ -198,9 +198,14 @@ def svc_decision(g: GraphWriter, x: str, model) -> str:
     # float64 decision value here. 2 * sv is exact; gamma * sv moves each term
     # by one rounding (1e-16 relative), libsvm's gamma * dot(x, sv) another.
     if model.kernel == "rbf":
-        xx = g.reduce("ReduceSum", g.node("Mul", [x, x]), 1, 1)
-        d = g.node("Add", [xx, g.const("ss", (sv * sv).sum(axis=1)[None, :])])
-        d = g.node("Sub", [d, g.node("MatMul", [x, g.const("two_sv_t", 2.0 * sv.T)])])
+        # libsvm's dense RBF: sum over features, in order, of (x_j - sv_j)^2; the
+        # expansion |x|^2 + |sv|^2 - 2 x.sv cancels on unscaled data (credit's amounts
+        # near 1e6: 1.1e-9 of probability)
+        d = None
+        for j in range(sv.shape[1]):
+            diff = g.node("Sub", [g.column(x, j), g.const("sv_j", sv[None, :, j])])
+            square = g.node("Mul", [diff, diff])
+            d = square if d is None else g.node("Add", [d, square])
         kernel = g.node("Exp", [g.node("Mul", [g.const("ngamma", -gamma), d])])
     elif model.kernel == "linear":
         kernel = g.node("MatMul", [x, g.const("sv_t", sv.T)])

@@ -813,7 +813,10 @@ def labelled_scores():
 def _graph_probabilities(path, s):
     import onnx
 
-    return run_onnx(onnx.load(path), {"X": s[:, None].astype(np.float32)})["probabilities"]
+    from bernonnx.export import onnx_inputs
+
+    graph = onnx.load(path)  # fed at its declared type: float64 scores from a file
+    return run_onnx(graph, onnx_inputs(graph, s[:, None]))["probabilities"]
 
 
 @pytest.mark.parametrize("stream", ["--no-stream", "--stream"])
@@ -920,7 +923,7 @@ def test_issue_22_triton_config_folder_replaces_nothing(run, tmp_path, labelled_
     (repository / "m" / "config.pbtxt").mkdir(parents=True)
     (repository / "m" / "1").mkdir()
     (repository / "m" / "1" / "model.onnx").write_bytes(b"old model")
-    graph = to_onnx(PlattCalibrator().fit(s, y), s[:5, None], dtype=np.float32)
+    graph = to_onnx(PlattCalibrator().fit(s, y), s[:5, None].astype(np.float32))
     with pytest.raises(ValueError, match=r"config.pbtxt is a folder"):
         write_triton_repository(graph, repository, "m")
     assert (repository / "m" / "1" / "model.onnx").read_bytes() == b"old model"
