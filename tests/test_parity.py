@@ -172,6 +172,8 @@ def classification(request):
     X, y = make_classification(
         n_samples=1800, n_features=8, n_informative=5, n_classes=request.param, random_state=7
     )
+    # float32 data on purpose: each test exports both graph types of float32 data
+    # (float64 and integer data as users read them: tests/test_user_data.py)
     return X.astype(np.float32), y
 
 

@@ -80,29 +80,36 @@ def _describe(model) -> dict[str, str]:
     return meta
 
 
-def _widen_to_float64(onx: onnx.ModelProto) -> None:
-    """A float32 graph's float inputs and probabilities made float64: each input is
-    cast to float32 at once (exact for the float32 data it was built for), and the
-    float64 probabilities are no longer rounded to float32 at the end."""
-    float32, float64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+def _retype_inputs(onx: onnx.ModelProto, inside: int, outside: int) -> None:
+    """Graph inputs of element type ``inside`` declared ``outside`` instead, each cast
+    back to ``inside`` by a first node (``<input>_float32`` or ``<input>_float64``)."""
+    suffix = "float32" if inside == onnx.TensorProto.FLOAT else "float64"
     casts = []
     for graph_input in onx.graph.input:
         tensor = graph_input.type.tensor_type
-        if tensor.elem_type != float32:
+        if tensor.elem_type != inside:
             continue
-        inner = f"{graph_input.name}_float32"
+        inner = f"{graph_input.name}_{suffix}"
         for node in onx.graph.node:
             for i, name in enumerate(node.input):
                 if name == graph_input.name:
                     node.input[i] = inner
         casts.append(
             onnx.helper.make_node(
-                "Cast", [graph_input.name], [inner], to=float32, name=f"{inner}_cast"
+                "Cast", [graph_input.name], [inner], to=inside, name=f"{inner}_cast"
             )
         )
-        tensor.elem_type = float64
+        tensor.elem_type = outside
     for cast in reversed(casts):
         onx.graph.node.insert(0, cast)
+
+
+def _widen_to_float64(onx: onnx.ModelProto) -> None:
+    """A float32 graph's float inputs and probabilities made float64: each input is
+    cast to float32 at once (exact for the float32 data it was built for), and the
+    float64 probabilities are no longer rounded to float32 at the end."""
+    float32, float64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+    _retype_inputs(onx, float32, float64)
     for output in onx.graph.output:
         if output.name == "probabilities":
             output.type.tensor_type.elem_type = float64
@@ -135,24 +142,7 @@ def _narrow_to_float32(onx: onnx.ModelProto) -> None:
     scikit-learn computes on those values in float64; the probabilities are rounded
     to float32 at the end."""
     float32, float64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
-    casts = []
-    for graph_input in onx.graph.input:
-        tensor = graph_input.type.tensor_type
-        if tensor.elem_type != float64:
-            continue
-        inner = f"{graph_input.name}_float64"
-        for node in onx.graph.node:
-            for i, name in enumerate(node.input):
-                if name == graph_input.name:
-                    node.input[i] = inner
-        casts.append(
-            onnx.helper.make_node(
-                "Cast", [graph_input.name], [inner], to=float64, name=f"{inner}_cast"
-            )
-        )
-        tensor.elem_type = float32
-    for cast in reversed(casts):
-        onx.graph.node.insert(0, cast)
+    _retype_inputs(onx, float64, float32)
     for output in onx.graph.output:
         tensor = output.type.tensor_type
         if output.name != "probabilities" or tensor.elem_type != float64:
