@@ -204,22 +204,23 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
         return declared
 
     if _is_frame(X):
+        by_name = {str(c): c for c in X.columns}  # graph names are strings (0 -> "0")
         columns = frame_columns(onnx_model)
         if columns is not None and len(inputs) == 1:
-            missing = [c for c in columns if c not in X.columns]
+            missing = [c for c in columns if c not in by_name]
             if missing:
                 raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes")
             declared, _ = _declared(inputs[0])
-            values = [column_values(X[c], as_float(declared)) for c in columns]
+            values = [column_values(X[by_name[c]], as_float(declared)) for c in columns]
             matrix = np.column_stack(values) if values else np.empty((len(X), 0))
             return {names[0]: matrix.astype(as_float(declared), copy=False)}
-        missing = [name for name in names if name not in X.columns]
+        missing = [name for name in names if name not in by_name]
         if missing:
             raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes as inputs")
         feed = {}
         for value_info in inputs:
             declared, _ = _declared(value_info)
-            column = X[value_info.name]
+            column = X[by_name[value_info.name]]
             if declared is object:
                 values = column.astype(str).to_numpy(dtype=object)
             else:
