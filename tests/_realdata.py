@@ -510,9 +510,15 @@ def expected_outcome(cell: Cell, X_test) -> str:
     else ``"exact"``."""
     if cell.dtype == "float32" and float32_rounds(X_test):
         return "refused"
-    if cell.data == "float32" and cell.model == "GaussianNB" and cell.calibration != "log_odds":
+    # the model itself sees float32 data (no one-hot columns, which are float64, join
+    # them) and so fits float32 parameters: GaussianNB's probabilities (the default
+    # calibrator reads them) and float32 coefficients in a float64 graph are refused
+    sees_float32 = cell.data == "float32" and (
+        cell.layout != "column_transformer" or not DATASETS[cell.dataset].categorical
+    )
+    if sees_float32 and cell.model == "GaussianNB" and cell.calibration != "log_odds":
         return "refused"
-    if cell.data == "float32" and cell.dtype == "float64" and cell.model in FLOAT32_COEFFICIENTS:
+    if sees_float32 and cell.dtype == "float64" and cell.model in FLOAT32_COEFFICIENTS:
         return "refused"
     return "exact"
 
