@@ -92,7 +92,7 @@ __all__ = [
 #: Rows a :class:`BernsteinStats` keeps as they are before it fixes its transform.
 BUFFER_ROWS = 1 << 20
 #: Version of the blobs of :meth:`CalibrationStats.to_bytes`; others are refused.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _FORMAT = "bernonnx.stats"
 #: Rows that wait, once the transform is fixed, to be binned together (a stream of
 #: single rows would otherwise pay the binning's fixed cost per row).
