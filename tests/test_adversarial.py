@@ -1005,18 +1005,20 @@ def _blobs():
 @pytest.fixture(scope="module")
 def binned_stats():
     s, y = _stream(30_000)
-    old = stats_module.BUFFER_ROWS
-    stats_module.BUFFER_ROWS = 5_000
+    from bernonnx import _keybins
+
+    old = stats_module.BUFFER_ROWS, _keybins.MAX_BINS
+    stats_module.BUFFER_ROWS, _keybins.MAX_BINS = 5_000, 1 << 10  # bins of many scores
     try:
         out = {
             loss: stats_for(
-                BernsteinCalibrator(degree=6, loss=loss, score_transform=t), ["no", "yes"]
+                BernsteinCalibrator(degree=d, loss=loss, score_transform=t), ["no", "yes"]
             ).update(s, y)
-            for loss, t in (("log", "logistic"), ("squared", "quantile"))
+            for loss, t, d in (("log", "logistic", 6), ("squared", "quantile", (2, 4)))
         }
-        assert all(v.binned is not None for v in out.values())
+        assert all(v.binned is not None and v.binned.shift > 0 for v in out.values())
     finally:
-        stats_module.BUFFER_ROWS = old
+        stats_module.BUFFER_ROWS, _keybins.MAX_BINS = old
     return out
 
 
@@ -1067,6 +1069,7 @@ def test_issue_22_format_version_and_kind(binned_stats):
         header, arrays = _members(blob)
         for change, match in [
             ({"version": 1}, "format version"),
+            ({"version": 2}, "format version"),  # bins of a transform fixed from a buffer
             ({"version": None}, "format version"),
             ({"format": "other"}, "not a bernonnx"),
             ({"kind": "ScoreStats" if header["kind"] != "ScoreStats" else "BernsteinStats"}, ""),
@@ -1104,31 +1107,41 @@ def test_issue_22_values_are_checked(binned_stats):
         bad[name][3] = value
         with pytest.raises(ValueError, match=name):
             CalibrationStats.from_bytes(_pack(header, bad))
-    for loss, stats in binned_stats.items():
+    for stats in binned_stats.values():
         header, arrays = _members(stats.to_bytes())
-        transform = header["transform"]
         for change in [
-            {"transform": {k: -1.0 for k in transform} or {"shift": 0.0}},
-            {"transform": {**transform, "extra": 1.0}},
-            {"exponent": 10**9},
-            {"u_range": [0.5, 0.1]},
+            {"shift": 64},
+            {"shift": -1},
+            {"shift": None},
             {"kept": header["rows"] + 1},
+            {"kept": 0},
             {"binned": False},
         ]:
-            with pytest.raises(ValueError, match="statistics"):
+            with pytest.raises(ValueError, match="statistics|shift|kept"):
                 CalibrationStats.from_bytes(_pack({**header, **change}, arrays))
-        bad = {k: v.copy() for k, v in arrays.items()}
-        bad["wt"][0, 5] = np.nan
-        with pytest.raises(ValueError, match="NaN"):
-            CalibrationStats.from_bytes(_pack(header, bad))
-        if loss == "squared":  # quantile knots must increase
+        for name, index, value, match in [
+            ("wt", (0, 0, 1), np.nan, "NaN"),
+            ("wt", (0, 0, 1), -1.0, "wt"),
+            ("wd", (1, 0), -1.0, "wd"),
+            ("lo", (2,), np.inf, "NaN or infinity"),
+            ("hi", (2,), -1e300, "lo and hi"),  # below its own lo, outside its bin
+            ("lo", (3,), 0.0, "lo and hi"),  # the bins are no longer sorted
+        ]:
             bad = {k: v.copy() for k, v in arrays.items()}
-            bad["param_knots"] = bad["param_knots"][::-1].copy()
-            with pytest.raises(ValueError, match="knots"):
+            bad[name][index] = value
+            with pytest.raises(ValueError, match=match):
                 CalibrationStats.from_bytes(_pack(header, bad))
-            bad = {k: v for k, v in arrays.items() if k != "moments"}
-            with pytest.raises(ValueError, match="arrays"):
-                CalibrationStats.from_bytes(_pack(header, bad))
+        bad = {k: v.copy() for k, v in arrays.items()}
+        bad["wt"][4] = 0.0  # a bin without weight cannot come from rows
+        with pytest.raises(ValueError, match="without weight"):
+            CalibrationStats.from_bytes(_pack(header, bad))
+        bad = {k: v for k, v in arrays.items() if k != "wd"}
+        with pytest.raises(ValueError, match="arrays"):
+            CalibrationStats.from_bytes(_pack(header, bad))
+        for cap in (header["kept"] + 1, (1 << 17) + 1):  # more bins than kept rows, the cap
+            big = {k: np.resize(v, (cap, *v.shape[1:])) for k, v in arrays.items()}
+            with pytest.raises(ValueError, match="bins"):
+                CalibrationStats.from_bytes(_pack(header, big))
 
 
 def test_issue_22_malformed_bytes_are_one_named_value_error():
