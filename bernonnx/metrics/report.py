@@ -12,7 +12,7 @@ from bernonnx._validation import check_int
 
 from ._inputs import PosLabel, _check_inputs, _Checked
 from .binned import _calibration_error, _table
-from .bootstrap import _check_confidence, _percentile_intervals
+from .bootstrap import _bootstrap_intervals, _check_confidence
 from .multiclass import _Multiclass, _multiclass_entries
 from .scores import _brier, _log_loss
 from .smooth import _smooth_ece
@@ -74,7 +74,7 @@ def calibration_report(
         Multiclass only: the label of each column of ``y_prob`` (default: the sorted
         labels of ``y_true``, which must then all occur).
     confidence : float or None, default=None
-        When given (e.g. 0.9), every metric but ``n_distinct`` gets a percentile bootstrap
+        When given (e.g. 0.9), every metric but ``n_distinct`` gets a basic bootstrap
         interval at this level, as ``<metric>_ci = (low, high)``.
     n_resamples : int, default=200
         Bootstrap resamples of the rows (each keeps its weight); used with ``confidence``.
@@ -106,18 +106,22 @@ def calibration_report(
     -----
     The inputs are validated once; each entry equals the dedicated function's value.
 
-    The intervals are percentile bootstrap intervals: ``n_resamples`` times, ``n`` rows
-    are drawn with replacement from the ``n`` rows of positive weight, a row drawn ``k``
-    times counting with ``k`` times its weight, and every metric is recomputed (the smooth
-    ECE with its own bandwidth search). The interval is the ``(1 - confidence) / 2`` and
-    ``(1 + confidence) / 2`` quantiles of the resampled values (a resample whose AUC is
-    undefined is left out of the AUC's). It describes the sampling variation of the
-    estimate; a biased estimate (the plug-in binned errors of a well calibrated model)
-    gets an interval around its biased value.
+    The intervals are basic (reverse percentile) bootstrap intervals: ``n_resamples``
+    times, ``n`` rows are drawn with replacement from the ``n`` rows of positive weight, a
+    row drawn ``k`` times counting with ``k`` times its weight, and every metric ``t`` is
+    recomputed (the smooth ECE with its own bandwidth search). With ``q_lo`` and ``q_hi``
+    the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the resampled
+    values (a resample whose AUC is undefined is left out of the AUC's), the interval is
+    ``(max(2 t - q_hi, 0), 2 t - q_lo)``. Calibration errors are biased upwards and
+    resamples, which repeat rows, more so; the basic interval subtracts that bias where
+    the percentile interval ``(q_lo, q_hi)`` would add it, so on a well calibrated model
+    the interval can lie below the estimate. ``relplot`` reports the same kind of
+    interval for its smooth ECE.
 
     References
     ----------
-    B. Efron and R. J. Tibshirani (1993). An Introduction to the Bootstrap. Chapman & Hall.
+    A. C. Davison and D. V. Hinkley (1997). Bootstrap Methods and their Application.
+    Cambridge University Press, section 5.2.
 
     Examples
     --------
@@ -133,7 +137,7 @@ def calibration_report(
     >>> y = rng.uniform(size=2000) < p**2
     >>> report = calibration_report(y, p, confidence=0.9, n_resamples=50, random_state=0)
     >>> round(report["smece"], 3), tuple(round(v, 3) for v in report["smece_ci"])
-    (0.168, (0.157, 0.182))
+    (0.168, (0.154, 0.179))
     """
     check_int(n_bins, "n_bins", 1)
     if confidence is not None:
@@ -163,7 +167,7 @@ def calibration_report(
     if confidence is None:
         return report
     keys = [key for key in report if key != "n_distinct"]
-    intervals = _percentile_intervals(
+    intervals = _bootstrap_intervals(
         entries,
         weights,
         keys,

@@ -242,7 +242,9 @@ def smooth_calibration_curve(
         ``mesh`` (the points), ``fraction_positive`` (the smoothed positive rate there),
         ``density`` (the smoothed weight, normalised to mean 1 over the mesh),
         ``lower`` and ``upper`` (the band; absent when ``confidence`` is None),
-        ``bandwidth`` and ``smooth_ece`` (:func:`smooth_calibration_error`).
+        ``bandwidth`` and ``smooth_ece`` (:func:`smooth_calibration_error`), and
+        ``smooth_ece_ci``, its basic bootstrap interval from the same resamples
+        (each with its own bandwidth search, as in :func:`calibration_report`).
 
     Notes
     -----
@@ -264,7 +266,7 @@ def smooth_calibration_curve(
     """
     from bernonnx._validation import check_int
 
-    from .bootstrap import _check_confidence, _resample_weights
+    from .bootstrap import _basic_interval, _check_confidence, _resample_weights
 
     _check_bandwidth(bandwidth)
     check_int(n_points, "n_points", 2)
@@ -282,12 +284,12 @@ def smooth_calibration_curve(
     if confidence is None:
         return out
     _check_confidence(confidence)
-    curves = np.array(
-        [
-            _curve(c._replace(w=w), sigma, mesh)[0]
-            for w in _resample_weights(c.w, n_resamples, random_state)
-        ]
-    )
+    curves, errors = [], []
+    for w in _resample_weights(c.w, n_resamples, random_state):
+        resampled = c._replace(w=w)
+        curves.append(_curve(resampled, sigma, mesh)[0])
+        errors.append(_smooth_ece(resampled, bandwidth)[0])
     alpha = (1.0 - confidence) / 2
-    out["lower"], out["upper"] = np.quantile(curves, [alpha, 1.0 - alpha], axis=0)
+    out["lower"], out["upper"] = np.quantile(np.array(curves), [alpha, 1.0 - alpha], axis=0)
+    out["smooth_ece_ci"] = _basic_interval(error, errors, confidence)
     return out
