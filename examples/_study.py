@@ -56,6 +56,7 @@ QUICK_ROWS = 20_000
 COLUMNS = {
     "calibrator": ("calibrator", "{}"),
     "ece": ("ECE (10 bins)", "{:.4f}"),
+    "smece": ("smooth ECE [90% CI]", "{}"),
     "rms_ce": ("RMS cal. error (15 bins)", "{:.4f}"),
     "brier": ("Brier", "{:.5f}"),
     "log_loss": ("log loss", "{:.5f}"),
@@ -165,6 +166,13 @@ def evaluate(y, p, *, probability: bool = True, rms_bins: int | None = None) -> 
     if probability:
         # uniform bins binned as calibration_curve does: seed 000's ECE exactly
         row["ece"] = metrics.expected_calibration_error(y, p, n_bins=10)
+        # the smooth ECE (Błasiok and Nakkiran) and its basic bootstrap interval; a
+        # modest, seeded bootstrap keeps the study's runtime and its table reproducible
+        curve = metrics.smooth_calibration_curve(
+            y, p, n_points=2, confidence=0.9, n_resamples=50, random_state=0
+        )
+        low, high = curve["smooth_ece_ci"]
+        row["smece"] = f"{curve['smooth_ece']:.4f} [{low:.4f}, {high:.4f}]"
         row["brier"] = metrics.brier_score(y, p)
         row["log_loss"] = metrics.log_loss(y, p)
         if rms_bins is not None:

@@ -361,3 +361,18 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch, data, probs, fitted
     for call in calls:
         with pytest.raises(ImportError, match=r"pip install 'bernonnx\[plot\]'"):
             call()
+
+
+def test_reliability_diagram_draws_the_smooth_curve_and_its_band():
+    from bernonnx.metrics import smooth_calibration_curve
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=1500)
+    y = rng.uniform(size=1500) < p**2
+    ax = reliability_diagram(y, {"squared": p}, smooth=True, n_resamples=20, random_state=1)
+    # the diagonal, the binned curve, then the smooth curve; scatter, then the band
+    assert len(ax.lines) == 3 and len(ax.collections) == 2
+    curve = smooth_calibration_curve(y, p, n_resamples=20, random_state=1)
+    np.testing.assert_allclose(ax.lines[2].get_ydata(), curve["fraction_positive"])
+    assert "smECE = " in ax.lines[2].get_label() and "90% CI" in ax.lines[2].get_label()
+    plt.close(ax.figure)

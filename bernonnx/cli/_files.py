@@ -113,7 +113,7 @@ def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str,
         # a Figure without pyplot: no GUI backend, no global state
         figure = Figure(figsize=(7.0, 8.0))
         drawn = reliability_diagram(
-            y, predictions, n_bins=n_bins, ax=figure.add_subplot(), title=title
+            y, predictions, n_bins=n_bins, ax=figure.add_subplot(), title=title, smooth=True
         )
         figure = getattr(drawn, "figure", None) or drawn
         with _atomic_path(path) as tmp:

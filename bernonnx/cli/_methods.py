@@ -120,11 +120,24 @@ class _ScoreColumn(ClassifierMixin, BaseEstimator):
         return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
 
 
-def _report(y, proba, n_bins: int) -> dict[str, float]:
-    from bernonnx.metrics import calibration_report
+#: bootstrap resamples behind the smooth ECE's 90% interval in ``compare`` and the demo
+_N_RESAMPLES = 100
+
+
+def _report(
+    y, proba, n_bins: int, *, n_resamples: int = _N_RESAMPLES, seed: int = 0
+) -> dict[str, float]:
+    """The table's metrics; the smooth ECE with its 90% basic bootstrap interval."""
+    from bernonnx.metrics import calibration_report, smooth_calibration_curve
 
     report = calibration_report(y, proba, n_bins=n_bins)
-    return {key: float(report[key]) for key in ("ece", "mce", "brier", "log_loss", "auc")}
+    row = {key: float(report[key]) for key in ("ece", "mce", "smece")}
+    curve = smooth_calibration_curve(
+        y, proba, confidence=0.9, n_resamples=n_resamples, random_state=seed, n_points=2
+    )
+    row["smece_lo"], row["smece_hi"] = curve["smooth_ece_ci"]
+    row.update({key: float(report[key]) for key in ("brier", "log_loss", "auc")})
+    return row
 
 
 def _check_probabilities(method: _Method, S: np.ndarray, what: str) -> None:

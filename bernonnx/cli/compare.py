@@ -94,7 +94,7 @@ def _evaluate(methods, data: _Data, args, progress: _Progress):
         proba = out[eval_index]
         predictions[method.name] = proba
         row = {"method": method.name, "input": _input_name(method, data.scores)}
-        row.update(_report(data.y[eval_index], proba, args.n_bins))
+        row.update(_report(data.y[eval_index], proba, args.n_bins, seed=args.seed))
         row["fit_seconds"] = 0.0 if method.kind == "reference" else seconds / len(folds)
         rows.append(row)
     return rows, evaluation, data.y[eval_index], predictions
@@ -220,7 +220,8 @@ def _cmd_compare(args, progress: _Progress) -> int:
         text = (
             f"{about['file']}: {about['n_rows']} rows, positive label "
             f"{about['positive_label']!r} (rate {about['positive_rate']:.4f}); metrics on "
-            f"{how}; ECE and MCE with {args.n_bins} bins; fit s per fit\n\n"
+            f"{how}; ECE and MCE with {args.n_bins} bins; smECE: smooth ECE (Błasiok and "
+            f"Nakkiran 2024) with its 90% bootstrap interval; fit s per fit\n\n"
             + _table(rows, ("method", "input"))
         )
     if args.output:

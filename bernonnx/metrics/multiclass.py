@@ -19,12 +19,15 @@ from bernonnx._validation import as_1d, check_int, check_sample_weight
 
 from ._inputs import _NORMS, _STRATEGIES, _check_choice, _Checked
 from .binned import _calibration_error, _table
+from .smooth import _check_bandwidth, _smooth_ece
 
 __all__ = [
     "classwise_calibration_error",
+    "classwise_smooth_calibration_error",
     "multiclass_brier_score",
     "multiclass_log_loss",
     "top_label_calibration_error",
+    "top_label_smooth_calibration_error",
 ]
 
 
@@ -170,6 +173,81 @@ def classwise_calibration_error(
     return float(np.mean(errors))
 
 
+def top_label_smooth_calibration_error(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    labels: ArrayLike | None = None,
+    bandwidth: float | str = "auto",
+) -> float:
+    """Top-label smooth ECE: the smooth ECE of the confidence ``max_k p_k`` against accuracy.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+    y_prob : array-like of shape (n_samples, n_classes)
+        Class probabilities, columns in the order of ``labels``.
+    sample_weight : array-like of shape (n_samples,), default=None
+    labels : array-like of shape (n_classes,), default=None
+    bandwidth : "auto" or float, default="auto"
+        See :func:`~bernonnx.metrics.smooth_calibration_error`.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    :func:`~bernonnx.metrics.smooth_calibration_error` of ``(predicted class is right,
+    max_k p_k)``: the pairs ``relplot.multiclass_logits_to_confidences(probs=True)`` makes.
+
+    References
+    ----------
+    J. Błasiok and P. Nakkiran (2024). Smooth ECE: Principled Reliability Diagrams via
+    Kernel Smoothing. ICLR 2024.
+
+    Examples
+    --------
+    >>> from bernonnx.metrics import top_label_smooth_calibration_error
+    >>> y_prob = [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.4], [0.6, 0.2, 0.2]]
+    >>> round(top_label_smooth_calibration_error([0, 1, 1, 2], y_prob), 4)
+    0.1794
+    """
+    _check_bandwidth(bandwidth)
+    c = _Multiclass(y_true, y_prob, sample_weight, labels).top_label()
+    return _smooth_ece(c, bandwidth)[0]
+
+
+def classwise_smooth_calibration_error(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    labels: ArrayLike | None = None,
+    bandwidth: float | str = "auto",
+) -> float:
+    """Classwise smooth ECE: the mean over classes of the smooth ECE of ``p_k``.
+
+    Parameters are those of :func:`top_label_smooth_calibration_error`; each class has its
+    own automatic bandwidth. With two classes it is the binary smooth ECE of the positive
+    column (the residuals of the two columns are opposite, the kernel is symmetric).
+
+    Examples
+    --------
+    >>> from bernonnx.metrics import classwise_smooth_calibration_error
+    >>> y_prob = [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.4], [0.6, 0.2, 0.2]]
+    >>> round(classwise_smooth_calibration_error([0, 1, 1, 2], y_prob), 4)
+    0.1777
+    """
+    _check_bandwidth(bandwidth)
+    m = _Multiclass(y_true, y_prob, sample_weight, labels)
+    errors = [
+        _smooth_ece(m.binary(m.y == k, m.P[:, k]), bandwidth)[0] for k in range(m.P.shape[1])
+    ]
+    return float(np.mean(errors))
+
+
 def _brier(m: _Multiclass) -> float:
     onehot = np.eye(m.P.shape[1])[m.y]
     return float(np.sum(m.w * np.sum((m.P - onehot) ** 2, axis=1)) / m.w.sum())
@@ -222,13 +300,13 @@ def multiclass_log_loss(
     return _log_loss(_Multiclass(y_true, y_prob, sample_weight, labels))
 
 
-def multiclass_report(y_true, y_prob, *, n_bins, sample_weight, labels) -> dict:
-    """:func:`bernonnx.metrics.calibration_report`'s entries for (n, k) probabilities."""
+def _multiclass_entries(m: _Multiclass, n_bins: int) -> dict:
+    """:func:`bernonnx.metrics.calibration_report`'s entries for validated (n, k) inputs."""
     from sklearn.metrics import roc_auc_score
 
-    m = _Multiclass(y_true, y_prob, sample_weight, labels)
     top = m.top_label()
     uniform = _table(top, n_bins, "uniform")
+    quantile = _table(top, n_bins, "quantile")
     classwise = [
         _calibration_error(_table(m.binary(m.y == k, m.P[:, k]), n_bins, "uniform"), "l1")
         for k in range(m.P.shape[1])
@@ -245,9 +323,11 @@ def multiclass_report(y_true, y_prob, *, n_bins, sample_weight, labels) -> dict:
         )
     return {
         "ece": _calibration_error(uniform, "l1"),
-        "ece_quantile": _calibration_error(_table(top, n_bins, "quantile"), "l1"),
+        "ece_quantile": _calibration_error(quantile, "l1"),
         "rmsce": _calibration_error(uniform, "l2"),
+        "rmsce_debiased": _calibration_error(quantile, "l2", debias=True),
         "mce": _calibration_error(uniform, "max"),
+        "smece": _smooth_ece(top)[0],
         "classwise_ece": float(np.mean(classwise)),
         "brier": _brier(m),
         "log_loss": _log_loss(m),

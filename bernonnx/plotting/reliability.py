@@ -7,7 +7,11 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from bernonnx.metrics import expected_calibration_error, reliability_table
+from bernonnx.metrics import (
+    expected_calibration_error,
+    reliability_table,
+    smooth_calibration_curve,
+)
 from bernonnx.metrics.multiclass import _Multiclass
 
 from ._common import _new_axes
@@ -41,6 +45,10 @@ def reliability_diagram(
     ax=None,
     title: str | None = None,
     labels: ArrayLike | None = None,
+    smooth: bool = False,
+    confidence: float | None = 0.9,
+    n_resamples: int = 100,
+    random_state=0,
 ):
     """Reliability diagram: positive rate against mean prediction, bin by bin.
 
@@ -78,6 +86,18 @@ def reliability_diagram(
     labels : array-like of shape (n_classes,), default=None
         Top-label mode only: the label of each column (default: the sorted labels of
         ``y_true``, which must then all occur).
+    smooth : bool, default=False
+        Also draw each curve's kernel-smoothed positive rate
+        (:func:`bernonnx.metrics.smooth_calibration_curve`, at the bandwidth of its smooth
+        ECE) as a solid line with its bootstrap band, the bins then as markers joined by
+        a faint line; the legend gives the smooth ECE and its interval.
+    confidence : float or None, default=0.9
+        With ``smooth``: the level of the band and of the smooth ECE's interval; None
+        draws neither.
+    n_resamples : int, default=100
+        With ``smooth``: bootstrap resamples behind the band.
+    random_state : int, numpy Generator or None, default=0
+        With ``smooth``: seed of the resampling, so a figure is drawn the same each time.
 
     Returns
     -------
@@ -93,7 +113,9 @@ def reliability_diagram(
     and ``sample_weight``; its legend entry gives the ECE of
     :func:`bernonnx.metrics.expected_calibration_error` on those bins. The dashed
     diagonal is perfect calibration. ``ax.lines`` holds the diagonal, then one line per
-    curve; ``ax.collections`` one scatter per curve.
+    curve; ``ax.collections`` one scatter per curve. With ``smooth=True``, ``ax.lines``
+    continues with one smooth line per curve and ``ax.collections`` with one band per
+    curve (when ``confidence`` is not None).
 
     Examples
     --------
@@ -116,7 +138,7 @@ def reliability_diagram(
         raise ValueError(f"show_weights must be 'size' or None, got {show_weights!r}")
     curves = _curves(y_prob)
     # every check runs before a figure exists, so an error leaves no empty figure behind
-    tables, eces = {}, {}
+    tables, eces, smooths = {}, {}, {}
     top_label = [np.ndim(p) == 2 and np.shape(p)[1] > 2 for p in curves.values()]
     if any(top_label) and not all(top_label):
         raise ValueError(
@@ -134,6 +156,16 @@ def reliability_diagram(
             y, p_curve = checked.y, checked.p
         tables[label] = reliability_table(y, p_curve, pos_label=pos_label, **kwargs)
         eces[label] = expected_calibration_error(y, p_curve, pos_label=pos_label, **kwargs)
+        if smooth:
+            smooths[label] = smooth_calibration_curve(
+                y,
+                p_curve,
+                sample_weight=sample_weight,
+                pos_label=pos_label,
+                confidence=confidence,
+                n_resamples=n_resamples,
+                random_state=random_state,
+            )
     x_label = "confidence (top-label probability)" if all(top_label) else None
 
     ax = _new_axes(ax, (5.5, 6.5) if show_histogram else (5.5, 5.0))
@@ -145,7 +177,8 @@ def reliability_diagram(
         (line,) = ax.plot(
             table["mean_predicted"],
             table["fraction_positive"],
-            linewidth=1.5,
+            linewidth=0.8 if smooth else 1.5,
+            alpha=0.5 if smooth else 1.0,
             label=f"{label} (ECE = {eces[label]:.4f})",
         )
         colors[label] = line.get_color()
@@ -159,6 +192,29 @@ def reliability_diagram(
             zorder=3,
             label="_nolegend_",
         )
+    for label, curve in smooths.items():
+        text = f"smECE = {curve['smooth_ece']:.4f}"
+        if "smooth_ece_ci" in curve:
+            low, high = curve["smooth_ece_ci"]
+            text += f", {confidence:.0%} CI [{low:.4f}, {high:.4f}]"
+        ax.plot(
+            curve["mesh"],
+            curve["fraction_positive"],
+            color=colors[label],
+            linewidth=2.0,
+            label=f"{label}, smoothed ({text})",
+        )
+    for label, curve in smooths.items():
+        if "lower" in curve:
+            ax.fill_between(
+                curve["mesh"],
+                curve["lower"],
+                curve["upper"],
+                color=colors[label],
+                alpha=0.2,
+                linewidth=0,
+                label="_nolegend_",
+            )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy" if x_label else "fraction of positives")

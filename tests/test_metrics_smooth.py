@@ -1,0 +1,298 @@
+"""Smooth ECE, debiased L2 error, bootstrap intervals, log-loss split: properties and truths.
+
+The smooth ECE is checked against the reference implementation (``relplot``, a dev extra);
+the other measures against quantities known in closed form on generated data.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.integrate import quad
+
+from bernonnx.metrics import (
+    calibration_report,
+    classwise_smooth_calibration_error,
+    expected_calibration_error,
+    log_loss,
+    log_loss_decomposition,
+    smooth_calibration_curve,
+    smooth_calibration_error,
+    top_label_smooth_calibration_error,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _relplot():
+    return pytest.importorskip(
+        "relplot",
+        reason="relplot (the smooth ECE reference) is not installed: pip install -e '.[dev]'",
+    )
+
+
+def _draws(seed, n, power=1.0, shape=1.5):
+    """p with mass near 0 (a Beta-like skew); y ~ Bernoulli(p ** power)."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(size=n) ** shape
+    y = (rng.uniform(size=n) < p**power).astype(float)
+    return y, p
+
+
+# --------------------------------------------------------------------------- smooth ECE
+
+
+@pytest.mark.parametrize("n", [5, 60, 1000, 30_000])
+@pytest.mark.parametrize("power", [1.0, 1.2, 3.0, 0.3])
+def test_smooth_ece_equals_relplot(n, power):
+    relplot = _relplot()
+    y, p = _draws(n + int(10 * power), n, power)
+    assert smooth_calibration_error(y, p) == pytest.approx(relplot.smECE(p, y), abs=1e-6)
+
+
+def test_smooth_ece_equals_relplot_at_the_edges_and_fixed_widths():
+    relplot = _relplot()
+    rng = np.random.default_rng(3)
+    # predictions exactly 0 and 1 (the last grid cell) and a constant prediction
+    p = np.r_[np.zeros(50), np.ones(50), rng.uniform(size=200)]
+    y = (rng.uniform(size=300) < 0.5).astype(float)
+    assert smooth_calibration_error(y, p) == pytest.approx(relplot.smECE(p, y), abs=1e-6)
+    p = np.full(100, 0.3)
+    assert smooth_calibration_error(y[:100], p) == pytest.approx(
+        relplot.smECE(p, y[:100]), abs=1e-6
+    )
+    y, p = _draws(4, 2000, 2.0)
+    for sigma in (0.003, 0.05, 0.5, 1.0):
+        assert smooth_calibration_error(y, p, bandwidth=sigma) == pytest.approx(
+            relplot.smECE_sigma(p, y, sigma), abs=1e-6
+        )
+    _, width = relplot.smECE(p, y, return_width=True)
+    assert smooth_calibration_curve(y, p, confidence=None)["bandwidth"] == width
+
+
+def _shared_predictions():
+    """Held-out probabilities of a logistic regression on each shared table."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    tables = {
+        "magic_gamma_telescope.csv.gz": ("class", "h"),
+        "uci_credit_card.csv.gz": ("default.payment.next.month", 1),
+    }
+    if not DATA.is_dir():
+        pytest.skip(f"shared data folder {DATA} is absent")
+    out = {}
+    for name, (label, positive) in tables.items():
+        frame = pd.read_csv(DATA / name)
+        y = (frame.pop(label) == positive).to_numpy().astype(int)
+        X = frame.drop(columns=[c for c in ("ID",) if c in frame]).to_numpy(float)
+        X_fit, X_test, y_fit, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
+        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+        out[name] = (y_test, model.fit(X_fit, y_fit).predict_proba(X_test)[:, 1])
+    return out
+
+
+def test_smooth_ece_equals_relplot_on_the_shared_tables():
+    relplot = _relplot()
+    for name, (y, p) in _shared_predictions().items():
+        assert smooth_calibration_error(y, p) == pytest.approx(
+            relplot.smECE(p, y.astype(float)), abs=1e-6
+        ), name
+
+
+def test_top_label_and_classwise_variants():
+    relplot = _relplot()
+    rng = np.random.default_rng(5)
+    logits = rng.normal(scale=2.0, size=(3000, 4))
+    P = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(4, p=row**0.7 / (row**0.7).sum()) for row in P])
+    f, correct = relplot.multiclass_logits_to_confidences(P, y, probs=True)
+    assert top_label_smooth_calibration_error(y, P) == pytest.approx(
+        relplot.smECE(f, correct), abs=1e-6
+    )
+    classwise = np.mean([relplot.smECE(P[:, k], (y == k).astype(float)) for k in range(4)])
+    assert classwise_smooth_calibration_error(y, P) == pytest.approx(classwise, abs=1e-6)
+    # two classes: the binary smooth ECE of the positive column
+    yb, p = _draws(6, 800, 2.0)
+    assert classwise_smooth_calibration_error(yb, np.c_[1 - p, p]) == pytest.approx(
+        smooth_calibration_error(yb, p), abs=1e-12
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 400),
+    power=st.sampled_from([0.5, 1.0, 2.0]),
+    repeat=st.integers(0, 4),
+)
+def test_weight_k_is_the_row_repeated_k_times(seed, n, power, repeat):
+    y, p = _draws(seed, n, power)
+    w = np.ones(n)
+    w[::3] = repeat
+    rows = np.repeat(np.arange(n), w.astype(int))
+    if rows.size == 0:
+        return
+    # the automatic bandwidth too: the curve reports the width the search chose
+    weighted = smooth_calibration_curve(y, p, sample_weight=w, confidence=None)
+    repeated = smooth_calibration_curve(y[rows], p[rows], confidence=None)
+    assert weighted["bandwidth"] == repeated["bandwidth"]
+    assert weighted["smooth_ece"] == pytest.approx(repeated["smooth_ece"], rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(
+        weighted["fraction_positive"], repeated["fraction_positive"], rtol=1e-9, atol=1e-12
+    )
+    kw = dict(n_bins=5, strategy="quantile", norm="l2", debias=True, squared=True)
+    assert expected_calibration_error(y, p, sample_weight=w, **kw) == pytest.approx(
+        expected_calibration_error(y[rows], p[rows], **kw), rel=1e-9, abs=1e-12
+    )
+
+
+def test_smooth_ece_tracks_the_truth():
+    # y ~ Bernoulli(p^2), p uniform: E|p - p^2| = 1/6; calibrated draws: near 0
+    y, p = _draws(7, 200_000, 2.0, shape=1.0)
+    assert smooth_calibration_error(y, p) == pytest.approx(1 / 6, abs=0.01)
+    y, p = _draws(8, 200_000, 1.0, shape=1.0)
+    assert smooth_calibration_error(y, p) < 0.01
+
+
+def test_smooth_curve_band_is_seeded_and_ordered():
+    y, p = _draws(9, 1500, 2.0)
+    a = smooth_calibration_curve(y, p, n_resamples=30, random_state=1)
+    b = smooth_calibration_curve(y, p, n_resamples=30, random_state=1)
+    np.testing.assert_array_equal(a["lower"], b["lower"])
+    assert np.all(a["lower"] <= a["upper"])
+    assert a["density"].mean() == pytest.approx(1.0)
+    # the truth E[y | p] = p^2 lies inside the band where the data are dense
+    inside = (a["lower"] <= a["mesh"] ** 2 + 0.02) & (a["mesh"] ** 2 - 0.02 <= a["upper"])
+    assert inside[(a["mesh"] > 0.1) & (a["mesh"] < 0.8)].mean() > 0.8
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, "wide", True])
+def test_bad_bandwidth(bad):
+    with pytest.raises(ValueError, match="bandwidth"):
+        smooth_calibration_error([0, 1], [0.2, 0.8], bandwidth=bad)
+
+
+# --------------------------------------------------------------------------- debiased L2
+
+
+def test_true_l2_error_of_the_known_miscalibration():
+    # y ~ Bernoulli(p^1.2), p ~ U(0, 1): the L2 calibration error is
+    # sqrt(int_0^1 (p - p^1.2)^2 dp) = sqrt(1/3 - 2/3.2 + 1/3.4)
+    square, _ = quad(lambda t: (t - t**1.2) ** 2, 0.0, 1.0, epsabs=1e-14)
+    assert math.sqrt(square) == pytest.approx(math.sqrt(1 / 3 - 2 / 3.2 + 1 / 3.4), rel=1e-10)
+    assert math.sqrt(square) == pytest.approx(0.0495, abs=5e-5)
+
+
+def test_debiased_l2_is_near_zero_on_calibrated_draws():
+    kw = dict(n_bins=15, strategy="quantile", norm="l2", squared=True)
+    plain, debiased = [], []
+    for seed in range(60):
+        y, p = _draws(seed, 2000, 1.0, shape=1.0)
+        plain.append(expected_calibration_error(y, p, **kw))
+        debiased.append(expected_calibration_error(y, p, debias=True, **kw))
+    # the plug-in square has expectation about n_bins * mean(p(1-p)) / n = 1.25e-3
+    assert np.mean(plain) > 1e-3
+    # the debiased one is zero in expectation: within three standard errors of it
+    assert abs(np.mean(debiased)) < 3 * np.std(debiased) / np.sqrt(len(debiased))
+    assert abs(np.mean(debiased)) < 0.05 * np.mean(plain)
+
+
+def test_debiased_l2_lands_within_ten_percent_of_the_truth():
+    truth = math.sqrt(1 / 3 - 2 / 3.2 + 1 / 3.4)  # 0.04951
+    y, p = _draws(11, 100_000, 1.2, shape=1.0)
+    kw = dict(n_bins=15, strategy="quantile", norm="l2")
+    assert expected_calibration_error(y, p, debias=True, **kw) == pytest.approx(truth, rel=0.1)
+
+
+def test_debias_needs_l2():
+    with pytest.raises(ValueError, match="norm='l2'"):
+        expected_calibration_error([0, 1], [0.2, 0.8], debias=True)
+    with pytest.raises(ValueError, match="norm='l2'"):
+        expected_calibration_error([0, 1], [0.2, 0.8], norm="max", squared=True)
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def test_report_intervals_are_reproducible_and_bracket_the_estimate():
+    y, p = _draws(12, 800, 2.0)
+    kw = dict(confidence=0.9, n_resamples=40, random_state=3)
+    a, b = calibration_report(y, p, **kw), calibration_report(y, p, **kw)
+    assert a == b
+    assert "n_distinct_ci" not in a
+    for key in ("ece", "rmsce_debiased", "smece", "brier", "log_loss", "auc"):
+        lo, hi = a[f"{key}_ci"]
+        assert lo <= hi
+        assert lo <= a[key] + 0.02 and a[key] - 0.02 <= hi, key
+    # without confidence the report is the one it always was
+    assert "smece_ci" not in calibration_report(y, p)
+    with pytest.raises(ValueError, match="confidence"):
+        calibration_report(y, p, confidence=1.5)
+
+
+def test_multiclass_report_intervals():
+    rng = np.random.default_rng(13)
+    P = rng.dirichlet(np.ones(3), size=600)
+    y = np.array([rng.choice(3, p=row) for row in P])
+    report = calibration_report(y, P, confidence=0.8, n_resamples=20, random_state=0)
+    assert report["smece"] == top_label_smooth_calibration_error(y, P)
+    lo, hi = report["classwise_ece_ci"]
+    assert lo <= hi
+
+
+@pytest.mark.slow
+def test_ninety_percent_intervals_cover_the_truth():
+    # y ~ Bernoulli(p^2), p ~ U(0, 1): Brier 1/6, log loss 1/2 (both in closed form);
+    # the smooth ECE's population value is computed on two million draws
+    truth = {"brier": 1 / 6, "log_loss": 0.5}
+    y, p = _draws(14, 2_000_000, 2.0, shape=1.0)
+    truth["smece"] = smooth_calibration_error(y, p)
+    repeats, covered = 30, dict.fromkeys(truth, 0)
+    for seed in range(repeats):
+        y, p = _draws(100 + seed, 1500, 2.0, shape=1.0)
+        report = calibration_report(y, p, confidence=0.9, n_resamples=60, random_state=seed)
+        for key, value in truth.items():
+            lo, hi = report[f"{key}_ci"]
+            covered[key] += lo <= value <= hi
+    for key, count in covered.items():
+        assert count >= 0.8 * repeats, (key, count)
+
+
+# --------------------------------------------------------------------------- log loss split
+
+
+def test_log_loss_split_adds_up_and_vanishes_when_calibrated():
+    rng = np.random.default_rng(15)
+    logit = rng.normal(scale=1.5, size=20_000)
+    y = rng.uniform(size=logit.size) < 1 / (1 + np.exp(-logit))
+    calibrated = log_loss_decomposition(y, 1 / (1 + np.exp(-logit)))
+    assert calibrated["calibration"] + calibrated["refinement"] == calibrated["log_loss"]
+    assert calibrated["log_loss"] == log_loss(y, 1 / (1 + np.exp(-logit)))
+    assert 0.0 <= calibrated["calibration"] < 5e-4
+    # twice the true log-odds: the temperature finds 2 and the split names the excess
+    over = log_loss_decomposition(y, 1 / (1 + np.exp(-2 * logit)))
+    assert over["temperature"] == pytest.approx(2.0, rel=0.05)
+    assert over["refinement"] == pytest.approx(calibrated["refinement"], abs=1e-3)
+    assert over["calibration"] > 0.03
+
+
+def test_log_loss_split_weights_and_multiclass():
+    rng = np.random.default_rng(16)
+    P = rng.dirichlet(np.ones(3), size=500)
+    y = np.array([rng.choice(3, p=row) for row in P])
+    w = rng.integers(0, 3, size=500)
+    rows = np.repeat(np.arange(500), w)
+    weighted = log_loss_decomposition(y, P**1.5 / (P**1.5).sum(1, keepdims=True), sample_weight=w)
+    repeated = log_loss_decomposition(y[rows], (P**1.5 / (P**1.5).sum(1, keepdims=True))[rows])
+    for key in weighted:
+        assert weighted[key] == pytest.approx(repeated[key], rel=1e-9), key
+    assert weighted["calibration"] > 0
