@@ -39,6 +39,10 @@ __all__ = ["TemperatureBernsteinCalibrator"]
 
 #: The candidates, simplest first: a tie in cross-validated loss goes to the simpler.
 CHOICES = ("identity", "temperature", "bernstein")
+#: The correction must beat the better of identity and temperature by this many standard
+#: errors of the mean held-out loss difference: with few rows per class its fold fits
+#: are noisy and the degrees it holds were chosen on all rows (an optimistic estimate)
+_N_SE = 2.0
 
 
 def _logits(est, arr: np.ndarray) -> np.ndarray:
@@ -59,8 +63,11 @@ def _logits(est, arr: np.ndarray) -> np.ndarray:
         return np.column_stack([np.zeros_like(z[:, 0]), z[:, 0]])
     if est.input == "log_odds":
         # log sigmoid(l), whose softmax is p / sum(p): the model's probabilities. In the
-        # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p)
-        return -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
+        # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p).
+        # Floored at log(eps) as input="proba" is: naive Bayes gives log-odds of -1e10,
+        # and one such row sends the fitted temperature to infinity
+        logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
+        return np.maximum(logsig, np.log(est.eps))
     return z
 
 
@@ -81,10 +88,27 @@ def _corrected(calibrators, t: np.ndarray) -> np.ndarray:
     return np.divide(q, total, out=uniform, where=total > 0)
 
 
-def _loss(proba: np.ndarray, target: np.ndarray, w: np.ndarray) -> float:
-    """Weighted log loss, probabilities floored at the smallest positive float."""
+def _row_loss(proba: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Each row's log loss, probabilities floored at the smallest positive float."""
     picked = np.maximum(proba[np.arange(target.shape[0]), target], np.finfo(float).tiny)
-    return float(-(w @ np.log(picked)))
+    return -np.log(picked)
+
+
+def _choose(losses: dict, w: np.ndarray, n_se: float) -> tuple[str, dict]:
+    """The simpler of identity and temperature by mean loss; the correction only if it
+    beats that by more than ``n_se`` standard errors of the mean row-wise difference."""
+    total = w.sum()
+    mean = {key: float(w @ loss / total) for key, loss in losses.items()}
+    choice = "identity" if mean["identity"] <= mean["temperature"] else "temperature"
+    if "bernstein" in losses:
+        d = losses["bernstein"] - losses[choice]
+        gain = float(w @ d / total)
+        # weighted standard error of the mean difference (effective sample size)
+        n_eff = total**2 / float(w @ w)
+        se = float(np.sqrt(max(w @ (d - gain) ** 2 / total, 0.0) / n_eff))
+        if gain + n_se * se < 0.0:
+            choice = "bernstein"
+    return choice, mean
 
 
 def _fit_corrections(bernstein, odds, target, w, degrees=None):
@@ -116,14 +140,17 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         are the logits. With one column (two classes): the log-odds of
         ``classes_[1]`` (its clipped log-odds for ``"proba"``).
     method : {"auto", "identity", "temperature", "bernstein"}, default="auto"
-        ``"auto"`` takes the candidate with the least ``n_folds``-fold
-        cross-validated log loss (ties to the simpler); the others force one.
+        ``"auto"``: the better of the identity and temperature scaling by
+        ``n_folds``-fold cross-validated log loss, replaced by the correction
+        only where that beats it by more than two standard errors; the others
+        force one.
     degree : int, "auto" or sequence of int, default="auto"
         Degree of the per-class Bernstein corrections (``BernsteinCalibrator``'s).
     n_folds : int, default=5
         Folds of the choice; a row's fold is a hash of its position.
     eps : float, default=1e-15
-        Clip of ``input="proba"``, in ``[1e-15, 0.5)``.
+        Floor of the probabilities of ``input="proba"`` and ``"log_odds"`` (their
+        logits are at least ``log(eps)``), in ``[1e-15, 0.5)``.
 
     Attributes
     ----------
@@ -135,14 +162,14 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     calibrators_ : list of BernsteinCalibrator, or None
         Per class (column order), for ``method_ == "bernstein"``.
     cv_log_loss_ : dict
-        Mean held-out log loss of each candidate tried (``method="auto"``).
+        Mean held-out log loss of each candidate tried (``method="auto"`` only).
     n_features_in_ : int
 
     Notes
     -----
     With ``z`` the (n, K) logits (``log(max(p, eps))`` for ``input="proba"``,
-    ``-(max(-l, 0) + log(1 + exp(-|l|)))`` (log sigmoid) for
-    ``input="log_odds"``, ``[0, s]`` for one column)
+    ``max(-(max(-l, 0) + log(1 + exp(-|l|))), log(eps))`` (log sigmoid, floored)
+    for ``input="log_odds"``, ``[0, s]`` for one column)
     and ``t = beta * z``, ``predict_proba`` evaluates in float64 what the ONNX
     converter emits::
 
@@ -156,7 +183,11 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     convex minimisation of the log loss (``TemperatureCalibrator``), and the
     correction is fitted on the temperature-scaled log-odds. The choice refits
     each candidate on the other folds' rows (the correction's degrees held at
-    those chosen on all rows) and sums the weighted log loss of the held-out rows.
+    those chosen on all rows) and scores each held-out row; the correction,
+    ``K (d + 1)`` parameters against one, must lower the mean loss by more than
+    two standard errors of the row-wise differences, so that on small or
+    well-calibrated data the default stays with temperature scaling or the
+    model's own probabilities.
 
     References
     ----------
@@ -174,9 +205,9 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     >>> logits = 3.0 * (4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(3000, 3)))
     >>> cal = TemperatureBernsteinCalibrator(degree=4).fit(logits, y)
     >>> cal.method_, round(cal.inverse_temperature_, 3)
-    ('temperature', 0.325)
+    ('temperature', 0.335)
     >>> cal.predict_proba(logits[:1]).round(3)
-    array([[0.   , 0.003, 0.997]])
+    array([[0.046, 0.039, 0.915]])
     """
 
     _parameter_constraints: dict = {
@@ -240,9 +271,8 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             if corrections is not None:
                 fitted["bernstein"] = (beta, corrections)
         if self.method == "auto":
-            self.cv_log_loss_ = self._cross_validate(z, target, w, bernstein, fitted)
-            # least loss; min keeps the first (simplest) of equal losses
-            choice = min(self.cv_log_loss_, key=self.cv_log_loss_.get)
+            losses = self._cross_validate(z, target, w, bernstein, fitted)
+            choice, self.cv_log_loss_ = _choose(losses, w, _N_SE)
         else:
             choice = self.method if self.method in fitted else "temperature"
         self.method_ = choice
@@ -250,9 +280,9 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         return self
 
     def _cross_validate(self, z, target, w, bernstein, fitted) -> dict:
-        """Mean held-out log loss of each fitted candidate over ``n_folds`` folds."""
+        """Held-out log loss of every row under each fitted candidate, ``n_folds`` folds."""
         folds = fold_of(0, z.shape[0], self.n_folds)
-        total = dict.fromkeys(fitted, 0.0)
+        losses = {key: np.zeros(z.shape[0]) for key in fitted}
         degrees = None
         if "bernstein" in fitted:
             degrees = [int(cal.degree_) for cal in fitted["bernstein"][1]]
@@ -261,18 +291,18 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             if not held.any() or held.all():
                 continue
             zt, yt, wt = z[~held], target[~held], w[~held]
-            zh, yh, wh = z[held], target[held], w[held]
-            total["identity"] += _loss(softmax(zh, axis=1), yh, wh)
+            zh, yh = z[held], target[held]
+            losses["identity"][held] = _row_loss(softmax(zh, axis=1), yh)
             beta = _fit_inverse_temperature(zt, yt, wt)
-            total["temperature"] += _loss(softmax(beta * zh, axis=1), yh, wh)
-            if "bernstein" in total:
+            losses["temperature"][held] = _row_loss(softmax(beta * zh, axis=1), yh)
+            if "bernstein" in losses:
                 odds = _class_log_odds(beta * zt)
                 cals = _fit_corrections(bernstein, odds, yt, wt, degrees)
                 if cals is None:  # a class absent from this fold's training rows
-                    del total["bernstein"]
+                    del losses["bernstein"]
                 else:
-                    total["bernstein"] += _loss(_corrected(cals, beta * zh), yh, wh)
-        return {key: float(value / w.sum()) for key, value in total.items()}
+                    losses["bernstein"][held] = _row_loss(_corrected(cals, beta * zh), yh)
+        return losses
 
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""

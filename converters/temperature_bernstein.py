@@ -4,7 +4,7 @@
 On the float64 scores ``s`` (N, K), or the log-odds (N, 1) of a binary one::
 
     z = s  |  Log(Max(s, eps))  (input="proba")
-        |  -(Relu(-s) + Log(1 + Exp(-|s|)))  (input="log_odds": log sigmoid)
+        |  Max(-(Relu(-s) + Log(1 + Exp(-|s|))), log(eps))  (input="log_odds")
     one column: z = Concat(0, s | clipped log-odds of s)
     t = Mul(z, beta)
     identity, temperature:  p = Softmax(t, axis=1)
@@ -14,6 +14,8 @@ On the float64 scores ``s`` (N, K), or the log-odds (N, 1) of a binary one::
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from bernonnx.converters._graph import GraphWriter, clipped_log_odds
 from bernonnx.converters.bernstein import emit_bernstein
@@ -34,7 +36,8 @@ def _logits(g: GraphWriter, s: str, cal) -> str:
         tail = g.node("Relu", [g.node("Neg", [s])])
         e = g.node("Exp", [g.node("Neg", [g.node("Abs", [s])])])
         soft = g.node("Add", [tail, g.node("Log", [g.node("Add", [g.const("one", 1.0), e])])])
-        return g.node("Neg", [soft], "logsig")
+        logsig = g.node("Neg", [soft], "logsig")
+        return g.node("Max", [logsig, g.const("log_eps", float(np.log(cal.eps)))])
     return s
 
 
