@@ -9,6 +9,7 @@ from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
 from .temperature import TemperatureCalibrator
+from .temperature_bernstein import TemperatureBernsteinCalibrator
 
 __version__ = "0.1.0.dev0"
 
@@ -21,6 +22,7 @@ __all__ = [
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
+    "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",
     "attach",
     "check_parity",

@@ -191,6 +191,19 @@ CALIBRATORS: tuple[Entry, ...] = (
         ),
         multiclass=True,
     ),
+    Entry(
+        "bernonnx.temperature_bernstein:TemperatureBernsteinCalibrator",
+        "bernonnx.converters.temperature_bernstein:emit_temperature_bernstein",
+        (
+            Variant(
+                "temperature-bernstein",
+                "TemperatureBernsteinCalibrator(): the multiclass default; the identity, "
+                "temperature scaling, or temperature then a per-class Bernstein correction, "
+                "by 5-fold log loss",
+            ),
+        ),
+        multiclass=True,
+    ),
 )
 
 

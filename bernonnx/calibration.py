@@ -33,8 +33,20 @@ from ._meta import (
 from ._registry import entry_for
 from ._validation import HasMethods, IntInterval, StrOptions, _fit_context, _safe_indexing
 from .bernstein import BernsteinCalibrator
+from .temperature_bernstein import TemperatureBernsteinCalibrator
 
 __all__ = ["CalibratedClassifier"]
+
+
+def _multiclass_default(method: str, log_odds: bool) -> TemperatureBernsteinCalibrator:
+    """The default calibrator of K > 2 classes, told what its score columns are."""
+    if log_odds:
+        kind = "log_odds"
+    elif method == "predict_proba":
+        kind = "proba"
+    else:
+        kind = "logits"
+    return TemperatureBernsteinCalibrator(input=kind)
 
 
 def _reads_probabilities(calibrator) -> bool:
@@ -137,8 +149,8 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
     classifier plus calibrators fitted on out-of-fold scores) or prefit
     (wrap the fitted classifier in ``sklearn.frozen.FrozenEstimator``).
     Multiclass problems are calibrated one-vs-rest and renormalised, except by a
-    multiclass calibrator (``TemperatureCalibrator``), fitted once on all K score
-    columns.
+    multiclass calibrator (``TemperatureCalibrator``,
+    ``TemperatureBernsteinCalibrator``), fitted once on all K score columns.
 
     Parameters
     ----------
@@ -150,7 +162,11 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         Any bernonnx calibrator (``fit(scores, y, sample_weight)``,
         ``predict_proba(scores)``); cloned per class and per fold (per fold only
         for a multiclass calibrator, which reads all K columns).
-        ``BernsteinCalibrator()`` if None.
+        None: ``BernsteinCalibrator()`` for two classes; for more,
+        ``TemperatureBernsteinCalibrator`` (its ``input`` set to what the
+        scores are), which keeps the model's own softmax, temperature scaling,
+        or temperature scaling plus a per-class monotone correction, whichever
+        has the least 5-fold log loss on the calibration rows.
     cv : int, cross-validation generator or iterable, default=None
         Folds as in ``CalibratedClassifierCV`` (None: 5-fold stratified).
     ensemble : bool or "auto", default="auto"
@@ -272,6 +288,11 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                 and log_odds_source(estimator, method, True) == "log_proba"
             )
         self.log_odds_ = log_odds
+        if self.calibrator is None and self.classes_.shape[0] > 2:
+            # one-vs-rest Bernstein maps, renormalised, made calibrated multiclass
+            # models worse (issue 24): the default there contains the identity and
+            # temperature scaling and adds a correction only where 5-fold log loss says so
+            calibrator = _multiclass_default(method, log_odds)
         fit_kw = dict(fit_params)
         if not frozen:
             fit_kw = fit_kwargs(

@@ -42,6 +42,7 @@ CHECK_PARAMS = {
     "bernstein-squared": {"score_transform": "quantile"},
     "multivariate": {"degree": 2},
     "multivariate-log": {"degree": 2},
+    "temperature-bernstein": {"degree": 3},
 }
 
 #: parameterisations the variants do not reach
@@ -78,6 +79,8 @@ META_ESTIMATORS = [
         LogisticRegression(), BernsteinCalibrator(degree=4), cv=3, ensemble=False
     ),
     CalibratedClassifier(LogisticRegression(), TemperatureCalibrator(), cv=3, ensemble=False),
+    # the default calibrator: TemperatureBernsteinCalibrator on the checks' multiclass data
+    CalibratedClassifier(LogisticRegression(), cv=3, ensemble=False),
     small_fusion(cv=3),
 ]
 

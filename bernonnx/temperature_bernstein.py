@@ -1,0 +1,328 @@
+"""Temperature scaling with a per-class monotone correction, chosen by cross-validation.
+
+The multiclass default of :class:`~bernonnx.CalibratedClassifier`. It reads all ``K``
+score columns at once (``multiclass=True`` in ``bernonnx._registry``) and chooses,
+by k-fold log loss on the calibration rows, among three nested candidates: the
+scores' own softmax (the identity), temperature scaling, and temperature scaling
+followed by one monotone :class:`~bernonnx.BernsteinCalibrator` per class on that
+class's temperature-scaled log-odds, rows renormalised. Its ONNX converter
+(``converters/temperature_bernstein.py``) emits the formula ``predict_proba``
+evaluates (see the Notes).
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.sparse import issparse
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._meta import log_odds_from_log_proba
+from ._newton import fold_of
+from ._transforms import clipped_log_odds
+from ._validation import (
+    Interval,
+    StrOptions,
+    _finite_or_raise,
+    _fit_context,
+    check_scores,
+    check_weights,
+)
+from .bernstein import BernsteinCalibrator
+from .temperature import _fit_inverse_temperature
+
+__all__ = ["TemperatureBernsteinCalibrator"]
+
+#: The candidates, simplest first: a tie in cross-validated loss goes to the simpler.
+CHOICES = ("identity", "temperature", "bernstein")
+#: The correction must beat the better of identity and temperature by this many standard
+#: errors of the mean held-out loss difference: with few rows per class its fold fits
+#: are noisy and the degrees it holds were chosen on all rows (an optimistic estimate)
+_N_SE = 2.0
+
+
+def _logits(est, arr: np.ndarray) -> np.ndarray:
+    """The float64 (n, K) logits of the score columns (``[0, z]`` for one column)."""
+    z = arr.astype(np.float64)
+    if est.input == "proba":
+        lo, hi = float(z.min(initial=0.0)), float(z.max(initial=0.0))
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(
+                f"input='proba' takes probabilities in [0, 1]; got scores in [{lo:.6g}, "
+                f"{hi:.6g}]. Pass input='logits' for logits or log-probabilities"
+            )
+        if z.shape[1] == 1:
+            z = clipped_log_odds(z, est.eps)
+        else:
+            return np.log(np.clip(z, est.eps, 1.0))
+    if z.shape[1] == 1:
+        return np.column_stack([np.zeros_like(z[:, 0]), z[:, 0]])
+    if est.input == "log_odds":
+        # log sigmoid(l), whose softmax is p / sum(p): the model's probabilities. In the
+        # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p).
+        # Floored at log(eps) as input="proba" is: naive Bayes gives log-odds of -1e10,
+        # and one such row sends the fitted temperature to infinity
+        logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
+        return np.maximum(logsig, np.log(est.eps))
+    return z
+
+
+def _class_log_odds(t: np.ndarray) -> np.ndarray:
+    """Each class's log-odds against the rest under ``softmax(t)``, (n, K)."""
+    if t.shape[1] == 2:
+        d = t[:, 1] - t[:, 0]
+        return np.column_stack([-d, d])
+    return log_odds_from_log_proba(t)
+
+
+def _corrected(calibrators, t: np.ndarray) -> np.ndarray:
+    """The per-class Bernstein maps of the log-odds of ``softmax(t)``, renormalised."""
+    odds = _class_log_odds(t)
+    q = np.column_stack([cal.predict_proba(odds[:, k])[:, 1] for k, cal in enumerate(calibrators)])
+    total = q.sum(axis=1, keepdims=True)
+    uniform = np.full_like(q, 1.0 / q.shape[1])
+    return np.divide(q, total, out=uniform, where=total > 0)
+
+
+def _row_loss(proba: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Each row's log loss, probabilities floored at the smallest positive float."""
+    picked = np.maximum(proba[np.arange(target.shape[0]), target], np.finfo(float).tiny)
+    return -np.log(picked)
+
+
+def _choose(losses: dict, w: np.ndarray, n_se: float) -> tuple[str, dict]:
+    """The simpler of identity and temperature by mean loss; the correction only if it
+    beats that by more than ``n_se`` standard errors of the mean row-wise difference."""
+    total = w.sum()
+    mean = {key: float(w @ loss / total) for key, loss in losses.items()}
+    choice = "identity" if mean["identity"] <= mean["temperature"] else "temperature"
+    if "bernstein" in losses:
+        d = losses["bernstein"] - losses[choice]
+        gain = float(w @ d / total)
+        # weighted standard error of the mean difference (effective sample size)
+        n_eff = total**2 / float(w @ w)
+        se = float(np.sqrt(max(w @ (d - gain) ** 2 / total, 0.0) / n_eff))
+        if gain + n_se * se < 0.0:
+            choice = "bernstein"
+    return choice, mean
+
+
+def _fit_corrections(bernstein, odds, target, w, degrees=None):
+    """One Bernstein calibrator per class on its log-odds, or None if a class lacks
+    rows on either side (nothing to correct with)."""
+    calibrators = []
+    for k in range(odds.shape[1]):
+        positive = target == k
+        if w[positive].sum() <= 0 or w[~positive].sum() <= 0:
+            return None
+        cal = clone(bernstein)
+        if degrees is not None:
+            cal.set_params(degree=degrees[k])
+        calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+    return calibrators
+
+
+class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
+    r"""Temperature scaling, then a monotone per-class correction, if cross-validation
+    says it helps.
+
+    Parameters
+    ----------
+    input : {"logits", "log_odds", "proba"}, default="logits"
+        What the ``K`` score columns are. ``"logits"``: logits or log-probabilities
+        (their softmax is the model's probabilities). ``"log_odds"``: each class's
+        log-odds against the rest (what ``CalibratedClassifier(log_odds=True)``
+        gives). ``"proba"``: probabilities, whose logarithms (clipped at ``eps``)
+        are the logits. With one column (two classes): the log-odds of
+        ``classes_[1]`` (its clipped log-odds for ``"proba"``).
+    method : {"auto", "identity", "temperature", "bernstein"}, default="auto"
+        ``"auto"``: the better of the identity and temperature scaling by
+        ``n_folds``-fold cross-validated log loss, replaced by the correction
+        only where that beats it by more than two standard errors; the others
+        force one.
+    degree : int, "auto" or sequence of int, default="auto"
+        Degree of the per-class Bernstein corrections (``BernsteinCalibrator``'s).
+    n_folds : int, default=5
+        Folds of the choice; a row's fold is a hash of its position.
+    eps : float, default=1e-15
+        Floor of the probabilities of ``input="proba"`` and ``"log_odds"`` (their
+        logits are at least ``log(eps)``), in ``[1e-15, 0.5)``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    method_ : str
+        The candidate used: ``"identity"``, ``"temperature"`` or ``"bernstein"``.
+    inverse_temperature_ : float
+        ``beta`` multiplying the logits: 1 for the identity, else the fitted one.
+    calibrators_ : list of BernsteinCalibrator, or None
+        Per class (column order), for ``method_ == "bernstein"``.
+    cv_log_loss_ : dict
+        Mean held-out log loss of each candidate tried (``method="auto"`` only).
+    n_features_in_ : int
+
+    Notes
+    -----
+    With ``z`` the (n, K) logits (``log(max(p, eps))`` for ``input="proba"``,
+    ``max(-(max(-l, 0) + log(1 + exp(-|l|))), log(eps))`` (log sigmoid, floored)
+    for ``input="log_odds"``, ``[0, s]`` for one column)
+    and ``t = beta * z``, ``predict_proba`` evaluates in float64 what the ONNX
+    converter emits::
+
+        identity, temperature:  softmax(t)               (row max subtracted)
+        bernstein:  l_k = t_k - logsumexp_{j != k} t_j   (two classes: -+(t_1 - t_0))
+                    q_k = B_k(l_k);  p = q / sum_k q_k   (uniform if the sum is 0)
+
+    ``B_k`` is the fitted ``calibrators_[k]`` (a strictly increasing map of the
+    class's log-odds). The candidates are nested in cost, not in family: the
+    identity is ``beta = 1``, temperature scaling fits ``beta`` by exact 1-D
+    convex minimisation of the log loss (``TemperatureCalibrator``), and the
+    correction is fitted on the temperature-scaled log-odds. The choice refits
+    each candidate on the other folds' rows (the correction's degrees held at
+    those chosen on all rows) and scores each held-out row; the correction,
+    ``K (d + 1)`` parameters against one, must lower the mean loss by more than
+    two standard errors of the row-wise differences, so that on small or
+    well-calibrated data the default stays with temperature scaling or the
+    model's own probabilities.
+
+    References
+    ----------
+    Guo, Pleiss, Sun and Weinberger, "On Calibration of Modern Neural
+    Networks", ICML 2017.
+    Zadrozny and Elkan, "Transforming classifier scores into accurate
+    multiclass probability estimates", KDD 2002 (one-vs-rest, renormalised).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import TemperatureBernsteinCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 3000)
+    >>> logits = 3.0 * (4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(3000, 3)))
+    >>> cal = TemperatureBernsteinCalibrator(degree=4).fit(logits, y)
+    >>> cal.method_, round(cal.inverse_temperature_, 3)
+    ('temperature', 0.335)
+    >>> cal.predict_proba(logits[:1]).round(3)
+    array([[0.046, 0.039, 0.915]])
+    """
+
+    _parameter_constraints: dict = {
+        "input": [StrOptions({"logits", "log_odds", "proba"})],
+        "method": [StrOptions({"auto", *CHOICES})],
+        "degree": [Interval(Integral, 1, 100, closed="both"), StrOptions({"auto"}), "array-like"],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "eps": [Interval(Real, 1e-15, 0.5, closed="left")],
+    }
+
+    def __init__(self, input="logits", method="auto", degree="auto", n_folds=5, eps=1e-15):
+        self.input = input
+        self.method = method
+        self.degree = degree
+        self.n_folds = n_folds
+        self.eps = eps
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the candidates on scores ``X`` and labels ``y`` and keep the chosen one.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_classes), or (n_samples,) or
+            (n_samples, 1) for two classes
+            Columns in the order of the sorted labels.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : TemperatureBernsteinCalibrator
+        """
+        arr, y = check_scores(self, X, reset=True, y=y)
+        check_classification_targets(y)
+        self.classes_, target = np.unique(y, return_inverse=True)
+        n_classes = self.classes_.shape[0]
+        name = type(self).__name__
+        if arr.shape[0] < 2:
+            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {arr.shape[0]}")
+        if n_classes < 2:
+            raise ValueError(
+                f"y contains a single class ({self.classes_[0]!r}); {name} needs at least "
+                "two classes"
+            )
+        w = check_weights(sample_weight, arr)
+        _finite_or_raise(arr, "scores")
+        if arr.shape[1] != n_classes and not (n_classes == 2 and arr.shape[1] == 1):
+            expected = f"{n_classes} columns" + (" or 1 column" if n_classes == 2 else "")
+            raise ValueError(
+                f"scores must have one column per class of y ({expected}); got shape "
+                f"{arr.shape} for {n_classes} classes"
+            )
+        keep = w > 0
+        z, target, w = _logits(self, arr[keep]), target[keep], w[keep]
+        bernstein = BernsteinCalibrator(degree=self.degree)
+        beta = _fit_inverse_temperature(z, target, w)
+        fitted = {"identity": (1.0, None), "temperature": (beta, None)}
+        if self.method in ("auto", "bernstein"):
+            corrections = _fit_corrections(bernstein, _class_log_odds(beta * z), target, w)
+            if corrections is not None:
+                fitted["bernstein"] = (beta, corrections)
+        if self.method == "auto":
+            losses = self._cross_validate(z, target, w, bernstein, fitted)
+            choice, self.cv_log_loss_ = _choose(losses, w, _N_SE)
+        else:
+            choice = self.method if self.method in fitted else "temperature"
+        self.method_ = choice
+        self.inverse_temperature_, self.calibrators_ = fitted[choice]
+        return self
+
+    def _cross_validate(self, z, target, w, bernstein, fitted) -> dict:
+        """Held-out log loss of every row under each fitted candidate, ``n_folds`` folds."""
+        folds = fold_of(0, z.shape[0], self.n_folds)
+        losses = {key: np.zeros(z.shape[0]) for key in fitted}
+        degrees = None
+        if "bernstein" in fitted:
+            degrees = [int(cal.degree_) for cal in fitted["bernstein"][1]]
+        for f in range(self.n_folds):
+            held = folds == f
+            if not held.any() or held.all():
+                continue
+            zt, yt, wt = z[~held], target[~held], w[~held]
+            zh, yh = z[held], target[held]
+            losses["identity"][held] = _row_loss(softmax(zh, axis=1), yh)
+            beta = _fit_inverse_temperature(zt, yt, wt)
+            losses["temperature"][held] = _row_loss(softmax(beta * zh, axis=1), yh)
+            if "bernstein" in losses:
+                odds = _class_log_odds(beta * zt)
+                cals = _fit_corrections(bernstein, odds, yt, wt, degrees)
+                if cals is None:  # a class absent from this fold's training rows
+                    del losses["bernstein"]
+                else:
+                    losses["bernstein"][held] = _row_loss(_corrected(cals, beta * zh), yh)
+        return losses
+
+    def predict_proba(self, X):
+        """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""
+        check_is_fitted(self)
+        if not (hasattr(X, "iloc") or issparse(X)):
+            X = np.asarray(X)
+        if getattr(X, "ndim", 2) == 1 and self.n_features_in_ == 1:
+            X = X.to_frame() if hasattr(X, "to_frame") else X.reshape(-1, 1)
+        arr = validate_data(
+            self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False
+        )
+        _finite_or_raise(arr, "scores")
+        t = self.inverse_temperature_ * _logits(self, arr)
+        if self.calibrators_ is None:
+            proba = softmax(t, axis=1)
+        else:
+            proba = _corrected(self.calibrators_, t)
+        return proba.astype(arr.dtype, copy=False)
+
+    def predict(self, X):
+        """Class with the highest calibrated probability."""
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
