@@ -27,6 +27,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import (
+    FunctionTransformer,
     MaxAbsScaler,
     MinMaxScaler,
     OneHotEncoder,
@@ -88,6 +89,8 @@ def _transformer_problems(step, where: str) -> list[str]:
         ]
     if isinstance(step, _EXACT_SCALERS):
         return []
+    if isinstance(step, FunctionTransformer) and step.func is None:
+        return []  # "passthrough" in a fitted ColumnTransformer: the identity
     if isinstance(step, SimpleImputer) and imputer_is_simple(step):
         return []
     if isinstance(step, OneHotEncoder):
@@ -115,7 +118,13 @@ def _base_problems(base, method: str, where: str) -> list[str]:
         reason = INEXACT_REASONS.get(
             name, f"no converter of bernonnx computes its {method} exactly"
         )
-        if name not in INEXACT_REASONS and method == "decision_function":
+        categorical = getattr(base, "is_categorical_", None)
+        if categorical is not None and np.any(categorical):
+            reason = (
+                "its categorical splits are not exported; one-hot encode those columns in "
+                "a ColumnTransformer instead"
+            )
+        elif name not in INEXACT_REASONS and method == "decision_function":
             reason += " (try response_method='predict_proba')"
         problems.append(f"{where} ({name}): {reason}")
     return problems
@@ -183,7 +192,15 @@ def float32_fit_problems(model, float64_graph: bool) -> list[str]:
                     "(log_odds=True, exact), or fit on float64 data"
                 )
             continue
-        coef = final.coefs_[0] if hasattr(final, "coefs_") else getattr(final, "coef_", None)
+        if hasattr(final, "coefs_") and np.asarray(final.coefs_[0]).dtype == np.float32:
+            problems.append(
+                f"{name} was fitted on float32 data and computes its layers with float32 "
+                "BLAS products, whose rounding changes with the batch size (Python's own "
+                "probabilities moved by 5.5e-7 between batch and row-by-row calls on MAGIC): "
+                "no graph repeats them within 1e-6; fit it on float64 data"
+            )
+            continue
+        coef = getattr(final, "coef_", None)
         if float64_graph and coef is not None and np.asarray(coef).dtype == np.float32:
             problems.append(
                 f"{name} was fitted on float32 data and computes in float32 (BLAS sums), "

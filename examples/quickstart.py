@@ -61,8 +61,11 @@ def candidates(model):
 def export(model, X_test, out: Path) -> None:
     """One graph, parity in onnxruntime, and a Triton repository."""
     for dtype in (np.float32, np.float64):
-        onx = to_onnx(model, X_test[:1], dtype=dtype)
-        report = check_parity(model, onx, X_test)
+        # the graph's type follows the data: a float32 server holds float32 features,
+        # and Python is compared on the same features
+        X = X_test.astype(dtype)
+        onx = to_onnx(model, X[:1])
+        report = check_parity(model, onx, X)
         print(
             f"ONNX {np.dtype(dtype).name} graph: max |p_onnx - p_python| = "
             f"{report['max_abs_error']:.1e} over {report['n_rows']} rows, "

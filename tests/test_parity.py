@@ -190,6 +190,12 @@ def test_one_graph_parity(name, mode, classification):
         clf = CalibratedClassifier(base, calibrator, cv=2).fit(X[:1300], y[:1300])
     X_test = X[1300:]
     for dtype in (np.float32, np.float64):
+        if name == "MLP" and dtype is np.float32:
+            # fitted on float32 data, its float32 layers round differently with the
+            # batch size (BLAS): no graph repeats them within 1e-6, so it is refused
+            with pytest.raises(NotImplementedError, match="MLPClassifier was fitted on float32"):
+                to_onnx(clf, X_test[:1], dtype=dtype)
+            continue
         # the sample, and Python, on the data the graph receives (a float32
         # sample behind a float64 graph would reproduce Python on float32 data)
         onx = to_onnx(clf, X_test[:1].astype(dtype), dtype=dtype)

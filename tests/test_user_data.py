@@ -409,3 +409,40 @@ def test_cli_export_default_passes_its_own_check(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "passed" in done.stdout and "float64" in done.stdout
+
+
+# ------------------------------------------------------------------ an adversarial pass
+
+
+@needs_data
+def test_float32_refused_for_float64_columns_even_when_the_sample_is_integral():
+    """A sample of integer-valued rows says nothing of later rows: float64 columns are
+    refused a float32 interface whatever X_sample holds (0.105 off before)."""
+    X, y = read("shoppers")
+    numeric = X.select_dtypes("number")
+    clf = fit(make_pipeline(StandardScaler(), HistGradientBoostingClassifier(max_iter=20)),
+              numeric[:2000], y[:2000], "prefit")  # fmt: skip
+    integral = numeric.round(0)[:3]  # still float64 columns
+    with pytest.raises(ValueError, match=r"cannot carry.*'Administrative_Duration'"):
+        to_onnx(clf, integral, dtype=np.float32)
+
+
+@needs_data
+def test_passthrough_columns_export_as_the_identity():
+    X, y = read("shoppers")
+    pre = ColumnTransformer(
+        [("cat", OneHotEncoder(handle_unknown="ignore"), ["Month", "VisitorType"])],
+        remainder="passthrough",
+    )
+    clf = fit(make_pipeline(pre, HistGradientBoostingClassifier(max_iter=20)), X[:2000],
+              y[:2000], "prefit")  # fmt: skip
+    assert_exact(clf, X[2000:])
+
+
+def test_categorical_splits_are_refused_with_the_reason():
+    frame, y = typed_frame()
+    X = frame[NUMERIC].to_numpy(dtype=float)
+    hgb = HistGradientBoostingClassifier(max_iter=5, categorical_features=[0]).fit(X, y)
+    clf = CalibratedClassifier(FrozenEstimator(hgb)).fit(X, y)
+    with pytest.raises(NotImplementedError, match="categorical splits are not exported"):
+        to_onnx(clf, X[:3])

@@ -228,8 +228,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--dtype",
         choices=("auto", "float32", "float64"),
         default="auto",
-        help="graph input and output type (default: auto, the scores' own type: float64 "
-        "from a CSV; float32 is refused with exit 2 when it cannot hold the scores exactly)",
+        help="graph input and output type (default: auto, float64: the scores are read as "
+        "float64; float32 is refused with exit 2 unless float32 holds every score exactly)",
     )
     export.add_argument("--triton", metavar="DIR", help="also write a Triton model repository")
     export.add_argument(

@@ -265,20 +265,30 @@ def _is_float32_data(X) -> bool:
 
 
 def rounded_columns(X) -> list:
-    """Columns (names, or positions of an array) whose values float32 does not hold
-    exactly: their rounding to float32 changes at least one value."""
+    """Columns (names, or positions of an array) that float32 may not hold exactly:
+    float64 columns whatever their values (a sample of integer-valued rows says
+    nothing of later rows), and integer columns whose values float32 rounds."""
     if _is_frame(X):
         out = []
         for c in _numeric_columns(X):
+            dtype = X[c].dtype
+            if getattr(dtype, "name", "") == "category":
+                dtype = dtype.categories.dtype
+            if _kind(dtype) == "f" and getattr(dtype, "numpy_dtype", dtype) != np.float32:
+                out.append(c)
+                continue
             v = column_values(X[c], np.float64)
             with np.errstate(over="ignore"):
                 r = v.astype(np.float32).astype(np.float64)
             if not np.array_equal(v, r, equal_nan=True):
                 out.append(c)
         return out
-    v = np.asarray(X, dtype=np.float64)
+    v = np.asarray(X)
     if v.ndim < 2:
         v = v.reshape(-1, 1)
+    if v.dtype.kind == "f" and v.dtype != np.float32:
+        return list(range(v.shape[1]))
+    v = v.astype(np.float64)
     with np.errstate(over="ignore"):
         r = v.astype(np.float32).astype(np.float64)
     same = (v == r) | (np.isnan(v) & np.isnan(r))

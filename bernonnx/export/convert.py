@@ -337,12 +337,16 @@ def to_onnx(
         if rounded:
             loss = float32_input_loss(model, X_sample)
             shown = ", ".join(map(repr, rounded[:8])) + (", ..." if len(rounded) > 8 else "")
+            measured = (
+                f"; rounding X_sample alone moves the probabilities by up to {loss:.3g}"
+                if loss > 0
+                else ""
+            )
             raise ValueError(
-                f"dtype=np.float32 cannot carry these inputs exactly: rounding X_sample to "
-                f"float32 changes values in its columns [{shown}] and moves the model's "
-                f"probabilities by up to {loss:.3g} there, and a threshold inside the model "
-                "can send a rounded value the other way; use dtype=np.float64 (the default "
-                "for these data), or fit and serve the model on float32 data"
+                f"dtype=np.float32 cannot carry these inputs exactly: float32 does not hold "
+                f"the float64 values of columns [{shown}]{measured}, and a threshold inside "
+                "the model can send a rounded value the other way; use dtype=np.float64 "
+                "(the default for these data), or fit and serve the model on float32 data"
             )
     if zipmap and (dtype == np.float64 or narrow):
         raise ValueError(
