@@ -244,8 +244,9 @@ def to_onnx(
         inputs to float32, so it reproduces Python on those float32 values.
         ``np.float32`` for other data gives a float32 interface that computes in
         float64 inside; it is exact only for values float32 holds exactly, so it
-        is refused with a ``ValueError`` naming the columns when rounding
-        ``X_sample`` to float32 changes any value.
+        is refused with a ``ValueError`` naming the columns for float64 columns
+        (whatever ``X_sample`` holds) and for integer columns holding a value
+        float32 rounds.
     zipmap : bool, default=False
         Add skl2onnx's ZipMap (a list of dicts). Serving runtimes (Triton,
         onnxruntime-node/web) reject it; keep False for serving.
