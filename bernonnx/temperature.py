@@ -93,6 +93,33 @@ def _fit_inverse_temperature(z: np.ndarray, target: np.ndarray, w: np.ndarray) -
     return float(brentq(slope, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
+def check_class_scores(estimator, X, y, sample_weight):
+    """``fit``'s checks of (n, K) class scores, one column per sorted label (one column
+    allowed for two classes): sets ``estimator.classes_``; returns the scores, each
+    row's class index and the weights. Shared by the temperature calibrators."""
+    arr, y = check_scores(estimator, X, reset=True, y=y)
+    check_classification_targets(y)
+    estimator.classes_, target = np.unique(y, return_inverse=True)
+    n_classes = estimator.classes_.shape[0]
+    name = type(estimator).__name__
+    if arr.shape[0] < 2:
+        raise ValueError(f"{name} needs at least 2 samples, got n_samples = {arr.shape[0]}")
+    if n_classes < 2:
+        raise ValueError(
+            f"y contains a single class ({estimator.classes_[0]!r}); {name} needs at least "
+            "two classes"
+        )
+    w = check_weights(sample_weight, arr)
+    _finite_or_raise(arr, "scores")
+    if arr.shape[1] != n_classes and not (n_classes == 2 and arr.shape[1] == 1):
+        expected = f"{n_classes} columns" + (" or 1 column" if n_classes == 2 else "")
+        raise ValueError(
+            f"scores must have one column per class of y ({expected}); got shape "
+            f"{arr.shape} for {n_classes} classes"
+        )
+    return arr, target, w
+
+
 class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
     r"""Temperature scaling: ``softmax(z / T)`` with one fitted temperature ``T``.
 
@@ -186,26 +213,7 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
         -------
         self : TemperatureCalibrator
         """
-        arr, y = check_scores(self, X, reset=True, y=y)
-        check_classification_targets(y)
-        self.classes_, target = np.unique(y, return_inverse=True)
-        n_classes = self.classes_.shape[0]
-        name = type(self).__name__
-        if arr.shape[0] < 2:
-            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {arr.shape[0]}")
-        if n_classes < 2:
-            raise ValueError(
-                f"y contains a single class ({self.classes_[0]!r}); {name} needs at least "
-                "two classes"
-            )
-        w = check_weights(sample_weight, arr)
-        _finite_or_raise(arr, "scores")
-        if arr.shape[1] != n_classes and not (n_classes == 2 and arr.shape[1] == 1):
-            expected = f"{n_classes} columns" + (" or 1 column" if n_classes == 2 else "")
-            raise ValueError(
-                f"scores must have one column per class of y ({expected}); got shape "
-                f"{arr.shape} for {n_classes} classes"
-            )
+        arr, target, w = check_class_scores(self, X, y, sample_weight)
         keep = w > 0
         z = _logits(self, arr[keep])
         if z.ndim == 1:

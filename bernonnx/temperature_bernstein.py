@@ -18,7 +18,6 @@ import numpy as np
 from scipy.sparse import issparse
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._meta import log_odds_from_log_proba
@@ -29,11 +28,9 @@ from ._validation import (
     StrOptions,
     _finite_or_raise,
     _fit_context,
-    check_scores,
-    check_weights,
 )
 from .bernstein import BernsteinCalibrator
-from .temperature import _fit_inverse_temperature
+from .temperature import _fit_inverse_temperature, check_class_scores
 
 __all__ = ["TemperatureBernsteinCalibrator"]
 
@@ -241,26 +238,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         -------
         self : TemperatureBernsteinCalibrator
         """
-        arr, y = check_scores(self, X, reset=True, y=y)
-        check_classification_targets(y)
-        self.classes_, target = np.unique(y, return_inverse=True)
-        n_classes = self.classes_.shape[0]
-        name = type(self).__name__
-        if arr.shape[0] < 2:
-            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {arr.shape[0]}")
-        if n_classes < 2:
-            raise ValueError(
-                f"y contains a single class ({self.classes_[0]!r}); {name} needs at least "
-                "two classes"
-            )
-        w = check_weights(sample_weight, arr)
-        _finite_or_raise(arr, "scores")
-        if arr.shape[1] != n_classes and not (n_classes == 2 and arr.shape[1] == 1):
-            expected = f"{n_classes} columns" + (" or 1 column" if n_classes == 2 else "")
-            raise ValueError(
-                f"scores must have one column per class of y ({expected}); got shape "
-                f"{arr.shape} for {n_classes} classes"
-            )
+        arr, target, w = check_class_scores(self, X, y, sample_weight)
         keep = w > 0
         z, target, w = _logits(self, arr[keep]), target[keep], w[keep]
         bernstein = BernsteinCalibrator(degree=self.degree)
