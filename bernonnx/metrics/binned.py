@@ -194,6 +194,8 @@ def expected_calibration_error(
         ``norm="l2"`` only: subtract from each bin's squared gap the estimated variance of
         its positive rate (Kumar, Liang and Ma), so that the squared error is estimated
         without bias. Use it with ``strategy="quantile"`` (equal-mass bins, as they do).
+        Sample weights count as repeated rows there: weights rescaled to sum to 1 leave
+        every bin with less than one row's count, where the estimate means nothing.
     squared : bool, default=False
         ``norm="l2"`` only: return the squared error, not its root. With ``debias=True``
         this is the unbiased estimate itself, which can be negative.
