@@ -35,6 +35,7 @@ from sklearn.preprocessing import (
     StandardScaler,
 )
 
+from bernonnx._meta import final_and_inputs
 from bernonnx.converters.exact import exact_supported
 from bernonnx.converters.exact_preprocessing import imputer_is_simple
 
@@ -130,6 +131,32 @@ def _base_problems(base, method: str, where: str) -> list[str]:
     return problems
 
 
+def _bases(model) -> list[tuple]:
+    """``(base model, response method, log-odds source, where)`` of every base model
+    of what ``to_onnx`` was given (a Pipeline ending in it is read through)."""
+    if isinstance(model, Pipeline):
+        model = model.steps[-1][1]
+    pairs = getattr(model, "calibrated_classifiers_", None)
+    if pairs is not None:
+        return [
+            (
+                pair.estimator,
+                pair.response_method,
+                getattr(pair, "log_odds_from", None),
+                "base model",
+            )
+            for pair in pairs
+        ]
+    bases = getattr(model, "estimators_", None)
+    methods = getattr(model, "response_methods_", None)
+    if bases is None or methods is None:
+        return []
+    return [
+        (base, method, None, f"estimator {i}")
+        for i, (base, method) in enumerate(zip(bases, methods, strict=True))
+    ]
+
+
 def unsupported_steps(model) -> list[str]:
     """One line per step of ``model`` that the export cannot show exact (empty: all are).
 
@@ -140,38 +167,9 @@ def unsupported_steps(model) -> list[str]:
     if isinstance(model, Pipeline):
         for name, step in model.steps[:-1]:
             problems += _transformer_problems(step, name)
-        model = model.steps[-1][1]
-    pairs = getattr(model, "calibrated_classifiers_", None)
-    if pairs is not None:
-        for pair in pairs:
-            problems += _base_problems(pair.estimator, pair.response_method, "base model")
-        return list(dict.fromkeys(problems))
-    bases = getattr(model, "estimators_", None)
-    methods = getattr(model, "response_methods_", None)
-    if bases is not None and methods is not None:
-        for i, (base, method) in enumerate(zip(bases, methods, strict=True)):
-            problems += _base_problems(base, method, f"estimator {i}")
+    for base, method, _, where in _bases(model):
+        problems += _base_problems(base, method, where)
     return list(dict.fromkeys(problems))
-
-
-def _finals(model) -> list:
-    """(final classifier, response method, log-odds source) of every base model."""
-    if isinstance(model, Pipeline):
-        model = model.steps[-1][1]
-    out = []
-    for pair in getattr(model, "calibrated_classifiers_", None) or []:
-        base = pair.estimator
-        base = base.estimator if isinstance(base, FrozenEstimator) else base
-        base = base.steps[-1][1] if isinstance(base, Pipeline) else base
-        out.append((base, pair.response_method, getattr(pair, "log_odds_from", None)))
-    methods = getattr(model, "response_methods_", None)
-    for base, method in zip(
-        getattr(model, "estimators_", None) or [], methods or [], strict=False
-    ):
-        base = base.estimator if isinstance(base, FrozenEstimator) else base
-        base = base.steps[-1][1] if isinstance(base, Pipeline) else base
-        out.append((base, method, None))
-    return out
 
 
 def float32_fit_problems(model, float64_graph: bool) -> list[str]:
@@ -182,7 +180,8 @@ def float32_fit_problems(model, float64_graph: bool) -> list[str]:
     real data); their summation orders and roundings no graph can repeat, and Python's
     own results change with the batch size."""
     problems = []
-    for final, _, log_odds_from in _finals(model):
+    for base, _, log_odds_from, _ in _bases(model):
+        final, _ = final_and_inputs(base, None)
         name = type(final).__name__
         if isinstance(final, GaussianNB):
             if np.asarray(final.theta_).dtype == np.float32 and log_odds_from is None:
