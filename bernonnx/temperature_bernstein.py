@@ -22,7 +22,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._meta import log_odds_from_log_proba
 from ._newton import fold_of
-from ._transforms import clipped_log_odds
 from ._validation import (
     Interval,
     StrOptions,
@@ -31,6 +30,7 @@ from ._validation import (
 )
 from .bernstein import BernsteinCalibrator
 from .temperature import _fit_inverse_temperature, check_class_scores
+from .temperature import _logits as temperature_logits
 
 __all__ = ["TemperatureBernsteinCalibrator"]
 
@@ -43,29 +43,18 @@ _N_SE = 2.0
 
 
 def _logits(est, arr: np.ndarray) -> np.ndarray:
-    """The float64 (n, K) logits of the score columns (``[0, z]`` for one column)."""
+    """The float64 (n, K) logits of the score columns (``[0, z]`` for one column):
+    ``TemperatureCalibrator``'s for ``input="logits"`` and ``"proba"``."""
+    if est.input != "log_odds" or arr.shape[1] == 1:
+        z = temperature_logits(est, arr)
+        return np.column_stack([np.zeros_like(z), z]) if z.ndim == 1 else z
     z = arr.astype(np.float64)
-    if est.input == "proba":
-        lo, hi = float(z.min(initial=0.0)), float(z.max(initial=0.0))
-        if lo < 0.0 or hi > 1.0:
-            raise ValueError(
-                f"input='proba' takes probabilities in [0, 1]; got scores in [{lo:.6g}, "
-                f"{hi:.6g}]. Pass input='logits' for logits or log-probabilities"
-            )
-        if z.shape[1] == 1:
-            z = clipped_log_odds(z, est.eps)
-        else:
-            return np.log(np.clip(z, est.eps, 1.0))
-    if z.shape[1] == 1:
-        return np.column_stack([np.zeros_like(z[:, 0]), z[:, 0]])
-    if est.input == "log_odds":
-        # log sigmoid(l), whose softmax is p / sum(p): the model's probabilities. In the
-        # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p).
-        # Floored at log(eps) as input="proba" is: naive Bayes gives log-odds of -1e10,
-        # and one such row sends the fitted temperature to infinity
-        logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
-        return np.maximum(logsig, np.log(est.eps))
-    return z
+    # log sigmoid(l), whose softmax is p / sum(p): the model's probabilities. In the
+    # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p).
+    # Floored at log(eps) as input="proba" is: naive Bayes gives log-odds of -1e10,
+    # and one such row sends the fitted temperature to infinity
+    logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
+    return np.maximum(logsig, np.log(est.eps))
 
 
 def _class_log_odds(t: np.ndarray) -> np.ndarray:
