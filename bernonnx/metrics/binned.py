@@ -75,6 +75,18 @@ def _calibration_error(
     return float(np.sqrt(max(total, 0.0)))
 
 
+def _binned_errors(uniform, quantile) -> dict:
+    """The binned errors of a calibration report, from its uniform and equal-mass
+    reliability tables (binary, and the top label of multiclass reports)."""
+    return {
+        "ece": _calibration_error(uniform, "l1"),
+        "ece_quantile": _calibration_error(quantile, "l1"),
+        "rmsce": _calibration_error(uniform, "l2"),
+        "rmsce_debiased": _calibration_error(quantile, "l2", debias=True),
+        "mce": _calibration_error(uniform, "max"),
+    }
+
+
 def _check_debias(norm: str, debias: bool, squared: bool) -> None:
     if not isinstance(debias, bool) or not isinstance(squared, bool):
         raise ValueError(f"debias and squared must be bools, got {debias!r} and {squared!r}.")

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from bernonnx._validation import as_1d, check_int, check_sample_weight
 
 from ._inputs import _NORMS, _STRATEGIES, _check_choice, _Checked
-from .binned import _calibration_error, _table
+from .binned import _binned_errors, _calibration_error, _table
 from .smooth import _check_bandwidth, _smooth_ece
 
 __all__ = [
@@ -322,11 +322,7 @@ def _multiclass_entries(m: _Multiclass, n_bins: int) -> dict:
             )
         )
     return {
-        "ece": _calibration_error(uniform, "l1"),
-        "ece_quantile": _calibration_error(quantile, "l1"),
-        "rmsce": _calibration_error(uniform, "l2"),
-        "rmsce_debiased": _calibration_error(quantile, "l2", debias=True),
-        "mce": _calibration_error(uniform, "max"),
+        **_binned_errors(uniform, quantile),
         "smece": _smooth_ece(top)[0],
         "classwise_ece": float(np.mean(classwise)),
         "brier": _brier(m),

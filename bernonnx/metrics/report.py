@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 from bernonnx._validation import check_int
 
 from ._inputs import PosLabel, _check_inputs, _Checked
-from .binned import _calibration_error, _table
+from .binned import _binned_errors, _table
 from .bootstrap import _bootstrap_intervals, _check_confidence
 from .multiclass import _Multiclass, _multiclass_entries
 from .scores import _brier, _log_loss
@@ -28,11 +28,7 @@ def _binary_entries(c: _Checked, n_bins: int) -> dict[str, float | int]:
     else:
         auc = float(roc_auc_score(c.y, c.p, sample_weight=c.w))
     return {
-        "ece": _calibration_error(uniform, "l1"),
-        "ece_quantile": _calibration_error(quantile, "l1"),
-        "rmsce": _calibration_error(uniform, "l2"),
-        "rmsce_debiased": _calibration_error(quantile, "l2", debias=True),
-        "mce": _calibration_error(uniform, "max"),
+        **_binned_errors(uniform, quantile),
         "smece": _smooth_ece(c)[0],
         "brier": _brier(c),
         "log_loss": _log_loss(c, "auto"),
