@@ -49,10 +49,42 @@ def test_readme_python_blocks_run_as_written(tmp_path, monkeypatch):
     finally:
         plt.close("all")
     assert namespace["report"]["passed"], namespace["report"]  # the parity it shows
+    # what the tour says of the input type: float64 data, a float64 graph
+    assert namespace["X_test"].dtype == "float64"
+    assert [i.type for i in namespace["session"].get_inputs()] == ["tensor(double)"]
+    assert namespace["report"]["dtype"] == "float64"
     # the export block wrote a Triton repository and the ORT-format files
     assert (tmp_path / "models" / "credit" / "config.pbtxt").is_file()
     assert (tmp_path / "models" / "credit" / "1" / "model.onnx").is_file()
     assert any(path.suffix == ".ort" for path in (tmp_path / "mobile").iterdir())
+
+
+def test_readme_is_a_front_page():
+    # 12 KB at most; the two commands CI runs, exactly as written
+    text = README.read_text(encoding="utf-8")
+    assert len(text.encode("utf-8")) <= 12_000
+    assert 'pip install -e ".[plot]" && bernonnx demo\n' in text
+    assert 'pip install -e ".[dev]" && python -m pytest\n' in text
+
+
+def test_readme_names_the_defaults_as_they_are():
+    # the tour leaves CalibratedClassifier at its defaults and says what they are
+    import inspect
+
+    from bernonnx import CalibratedClassifier
+
+    text = README.read_text(encoding="utf-8")
+    parameters = inspect.signature(CalibratedClassifier).parameters
+    for name in ("response_method", "log_odds"):
+        assert f'{name}="{parameters[name].default}"' in text, name
+
+
+def test_readme_links_point_to_files():
+    # every relative link of the README names a file of the repository
+    links = re.findall(r"\]\(([^)#]+)\)", README.read_text(encoding="utf-8"))
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links to no page of the repository"
+    assert sorted(link for link in local if not (ROOT / link).is_file()) == []
 
 
 def test_readme_scripts_exist():
