@@ -33,7 +33,7 @@ Run from the repository root::
     python benchmarks/onnx_serving.py --quick   # 40,000-row subsample, smoke test (< 60 s)
     python benchmarks/onnx_serving.py --out PATH --data-dir ../shared/data
 
-The markdown report is printed on stdout and written to ``benchmarks/onnx_results.md`` (or
+The markdown report is printed on stdout and written to ``benchmarks/onnx_serving.md`` (or
 ``--out``); progress goes to stderr. Exit code 0 whether the targets pass or not.
 """
 
@@ -618,7 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="40,000-row subsample, fewer samples (< 60 s)"
     )
-    parser.add_argument("--out", type=Path, default=HERE / "onnx_results.md", help="report path")
+    parser.add_argument("--out", type=Path, default=HERE / "onnx_serving.md", help="report path")
     parser.add_argument(
         "--data-dir",
         type=Path,

@@ -34,7 +34,7 @@ Run from the repository root::
     python benchmarks/run.py --quick    # smoke test (CI), under a minute
     python benchmarks/run.py --out PATH # write the report elsewhere
 
-The markdown report is printed on stdout and written to ``benchmarks/results.md`` (or
+The markdown report is printed on stdout and written to ``benchmarks/run.md`` (or
 ``--out``); progress goes to stderr.
 """
 
@@ -852,7 +852,7 @@ TABLES = (
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="reduced run (< 60 s), for CI")
-    parser.add_argument("--out", type=Path, default=HERE / "results.md", help="report path")
+    parser.add_argument("--out", type=Path, default=HERE / "run.md", help="report path")
     parser.add_argument("--repeat", type=int, default=None, help="timing repeats (>= 3)")
     parser.add_argument(
         "--child", nargs=3, metavar=("METHOD", "LOSS", "N"), help=argparse.SUPPRESS
