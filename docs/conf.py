@@ -31,7 +31,11 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # the results pages include the reports benchmarks/ and examples/ write (markdown)
+    "myst_parser",
 ]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+myst_heading_anchors = 3
 
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 root_doc = "index"
