@@ -265,7 +265,7 @@ def main(argv=None) -> int:
     rows = 8_000 if args.quick else args.rows
     start = time.perf_counter()
     lines = [
-        "# The multiclass default (issue 24)",
+        "# The multiclass default",
         "",
         f"{now()}, {git_revision()}, {machine()}; diabetes subsample {rows:,} rows.",
         "Log loss gap: the default's against the better of uncalibrated and temperature "

@@ -378,7 +378,8 @@ def header(cfg: Config, load_start: str, n_rows: dict) -> str:
             f"- Load average (1 / 5 / 15 min) at start: {load_start}; at end: "
             + load_average()
             + " (the machine may be shared: compare the ratios, measured in one run)",
-            f"- Data: seed 000's diabetes setup, `{DATA_FILE}`"
+            "- Data: the diabetes setup of the blog post "
+            f'"A Bernstein SkLearn model calibrator", `{DATA_FILE}`'
             + (f" (stratified subsample of {cfg.max_rows:,} rows)" if cfg.max_rows else "")
             + f"; train / calibration / test = {n_rows['train']:,} / {n_rows['cal']:,} / "
             f"{n_rows['test']:,} rows.",

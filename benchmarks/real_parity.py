@@ -321,7 +321,7 @@ def report(results: pd.DataFrame, *, command: str, seconds: float, note: str | N
         for g in GRAPH_DTYPES
     )
     parts = [
-        "# Parity of the exported graph with Python on real data as read (issues 9, 21)",
+        "# Parity of the exported graph with Python on real data as read",
         "",
         f"`{command}`, {datetime.date.today().isoformat()}, git {_git_commit()}, "
         f"{seconds / 60:.1f} min on one thread.",

@@ -120,7 +120,7 @@ def log_odds_source(estimator, method: str, log_odds: bool):
 
     Log-odds of probabilities saturate: a probability within 1e-12 of 1 keeps
     4 significant digits of ``1 - p``, so the last bit of ``p`` moves the
-    log-odds by 1e-4 (issue 9). The logits do not saturate.
+    log-odds by 1e-4. The logits do not saturate.
     """
     if method != "predict_proba" or not log_odds:
         return None

@@ -7,7 +7,7 @@ clipped ramps), so the converter emits the same formula.
 
 ``minmax``
     ``u = clip((s - shift) * scale, 0, 1)`` with ``shift = min``,
-    ``scale = 1 / (max - min)`` (seed 000). Outliers squeeze the bulk of the
+    ``scale = 1 / (max - min)`` (the blog post's scaling). Outliers squeeze the bulk of the
     data into a narrow slice of ``[0, 1]``; scores outside the fitted range
     are tied at 0 or 1.
 ``logistic``
@@ -20,7 +20,7 @@ clipped ramps), so the converter emits the same formula.
     against a symmetric IQR-scaled sigmoid, it kept the AUC of GaussianNB
     probabilities that the symmetric map saturated.
 ``quantile``
-    The empirical CDF (seed 002) as a piecewise-linear map through
+    The empirical CDF (Wang & Liu's choice) as a piecewise-linear map through
     ``n_knots + 1`` weighted quantiles ``knots`` to ``levels``, clipped to
     ``[0, 1]`` outside the fitted range.
 """

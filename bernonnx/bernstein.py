@@ -1,4 +1,4 @@
-"""Shape-restricted Bernstein-polynomial calibrators (seed 000)."""
+"""Shape-restricted Bernstein-polynomial calibrators."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         bins; with ``loss="log"`` a fold's fit is two Newton steps from there
         on the fold's training rows (exact for ``loss="squared"``).
     loss : {"log", "squared"}, default="log"
-        ``"squared"``: least squares, coefficients in ``[0, 1]`` (seed 000).
+        ``"squared"``: least squares, coefficients in ``[0, 1]`` (as in
+        Alex Shtoff's post "A Bernstein SkLearn model calibrator").
         ``"log"``: logistic loss, coefficients in ``[-logit_bound,
         logit_bound]``, output through a sigmoid.
     score_transform : {"logistic", "quantile", "minmax"}, default="logistic"

@@ -1,5 +1,5 @@
 """A calibrated classifier in scikit-learn's ``CalibratedClassifierCV`` style,
-with any bernonnx calibrator plugged in (seed 003).
+with any bernonnx calibrator plugged in.
 
 The score and fold machinery it shares with :class:`~bernonnx.FusionClassifier` is in
 ``bernonnx._meta``.
@@ -290,7 +290,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         self.log_odds_ = log_odds
         if self.calibrator is None and self.classes_.shape[0] > 2:
             # one-vs-rest Bernstein maps, renormalised, made calibrated multiclass
-            # models worse (issue 24): the default there contains the identity and
+            # models worse: the default there contains the identity and
             # temperature scaling and adds a correction only where 5-fold log loss says so
             calibrator = _multiclass_default(method, log_odds)
         fit_kw = dict(fit_params)

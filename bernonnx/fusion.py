@@ -1,4 +1,4 @@
-"""Fusion of several classifiers' scores by a coordinate-wise monotone calibrator (seed 002)."""
+"""Fusion of several classifiers' scores by a coordinate-wise monotone calibrator."""
 
 from __future__ import annotations
 
@@ -72,8 +72,9 @@ class FusionClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixin, B
         Fitted on the score matrix; defaults to
         ``MultivariateBernsteinCalibrator(loss="log", score_transform="logistic")``,
         the 1-D calibrator's defaults, which beat the paper's least squares on
-        empirical CDFs in 5 of 6 measures of seed 002's protocol on our data
-        (``benchmarks/fusion_study.md``). Any classifier with ``fit`` and
+        empirical CDFs in 5 of 6 measures of Wang & Liu's protocol on our data
+        (the documentation's results, "Fusing several classifiers"). Any classifier
+        with ``fit`` and
         ``predict_proba`` works in Python (``LogisticRegression`` gives
         logistic stacking); the ONNX export needs a
         ``MultivariateBernsteinCalibrator``.

@@ -150,7 +150,7 @@ class HistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     References
     ----------
     B. Zadrozny, C. Elkan, "Obtaining calibrated probability estimates from
-    decision trees and naive Bayesian classifiers", ICML 2001 (seed 001).
+    decision trees and naive Bayesian classifiers", ICML 2001.
 
     Examples
     --------
@@ -258,7 +258,7 @@ class PlattHistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator)
     References
     ----------
     A. Kumar, P. Liang, T. Ma, "Verified uncertainty calibration",
-    NeurIPS 2019 (seed 001).
+    NeurIPS 2019.
 
     Examples
     --------

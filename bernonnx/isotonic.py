@@ -142,7 +142,7 @@ class IsotonicCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     B. Zadrozny, C. Elkan, "Transforming classifier scores into accurate
     multiclass probability estimates", KDD 2002.
     M. Ayer et al., "An empirical distribution function for sampling with
-    incomplete information", Ann. Math. Statist. 26(4), 1955 (PAV; seed 004).
+    incomplete information", Ann. Math. Statist. 26(4), 1955 (PAV).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Coordinate-wise monotone tensor-product Bernstein calibrator (seed 002).
+"""Coordinate-wise monotone tensor-product Bernstein calibrator.
 
 Calibrates the scores of ``M`` classifiers jointly: each score column is
 mapped to ``[0, 1]`` by a 1-D transform, then a tensor-product Bernstein

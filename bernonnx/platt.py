@@ -200,7 +200,7 @@ class PlattCalibrator(PartialFitMixin, SourceFitMixin, _ScoreCalibrator):
     ----------
     log_odds : bool, default=False
         Regress on ``logit(clip(score, eps, 1 - eps))`` instead of the score
-        (seed 001: for probability scores, the log-odds scale is where a
+        (for probability scores, the log-odds scale is where a
         linear fit is well specified). Scores must then lie in ``[0, 1]``.
     eps : float, default=1e-15
         Clip of ``log_odds=True``, in ``[1e-15, 0.5)``: 0 and 1 map to
@@ -271,7 +271,7 @@ class PlattCalibrator(PartialFitMixin, SourceFitMixin, _ScoreCalibrator):
     J. Platt, "Probabilistic outputs for support vector machines and
     comparisons to regularized likelihood methods", 1999.
     A. Kumar, P. Liang, T. Ma, "Verified uncertainty calibration",
-    NeurIPS 2019 (seed 001).
+    NeurIPS 2019.
 
     Examples
     --------

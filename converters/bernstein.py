@@ -26,7 +26,7 @@ its rounding would be the graph's largest error.)
 
 The ``exp`` basis is ``C u^k v^(d-k)`` in log space: it replaces two broadcast
 ``Pow`` nodes that took 60% of the stage at batch 100,000
-(``benchmarks/onnx_results.md``). The ``1e-300`` floor keeps ``Log`` finite
+(the documentation's results, "Serving cost"). The ``1e-300`` floor keeps ``Log`` finite
 (onnxruntime's float64 Sigmoid returns exactly 0 below z = -37), so every
 node is finite for any finite input and ``0 * log(0)`` never makes a NaN; it
 moves a calibrated value by at most ``C(d, 1) |coef[1] - coef[0]| 2e-16``,

@@ -5,7 +5,7 @@ skl2onnx's own converters are written for speed in float32: scalers become one
 thresholds are rounded to the *nearest* float32, and linear models, naive
 Bayes and MLPs compute in float32 even where scikit-learn computes in float64.
 On real data the last bit moves values across tree thresholds and saturated
-probabilities across many ulps (issue 9: up to 0.1 of probability). Inside
+probabilities across many ulps (up to 0.1 of probability, measured). Inside
 :func:`bernonnx.export.to_onnx` the converters below replace skl2onnx's for
 the estimators they name; skl2onnx's global registry is not changed.
 

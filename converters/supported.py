@@ -43,7 +43,7 @@ __all__ = ["INEXACT_REASONS", "float32_fit_problems", "unsupported_steps"]
 
 _EXACT_SCALERS = (StandardScaler, RobustScaler, MinMaxScaler, MaxAbsScaler)
 
-#: Why skl2onnx's converter of these estimators is not exact, as measured (issue 21).
+#: Why skl2onnx's converter of these estimators is not exact, as measured.
 INEXACT_REASONS = {
     "OneVsRestClassifier": "skl2onnx's converter outputs probabilities where scikit-learn's "
     "decision_function is what the calibrators saw (0.53 off)",

@@ -1,4 +1,4 @@
-"""Candidate default calibrators for issue 12's quality study (not a public API).
+"""Candidate default calibrators for the quality study (not a public API).
 
 Prototypes built from numpy/scipy and the public bernonnx estimators, so the
 library's internals can change under them. Each candidate is a score-level
@@ -25,7 +25,7 @@ The degree comes from ``(1, 2, 3, 4, 6, 8, 10, 13, 16, 20)`` by 5-fold
 cross-validated log loss with the one-standard-error rule (the smallest degree
 within one paired standard error of the best), folds interleaved over the
 sorted scores (``BernsteinCalibrator``'s rule until its folds became a hash of
-the row's position, issue 13); so Platt is preferred unless the data show
+the row's position); so Platt is preferred unless the data show
 otherwise.
 """
 
@@ -318,7 +318,7 @@ class LinearPlusBernstein:
 class PlattOrBernstein:
     """``BernsteinCalibrator()`` or Platt scaling, whichever has the lower 5-fold CV log loss.
 
-    A cross-validated choice between the two families (issue 12's "cross-validated
+    A cross-validated choice between the two families (the quality target's "cross-validated
     choice between families"): Platt's CV log loss on the folds of the Bernstein
     degree search (``fold_of``, a hash of the row's position), against the least
     mean CV log loss of the Bernstein candidates (``cv_log_loss_``; that minimum

@@ -2,7 +2,7 @@
 
 Data loading, the command line every study accepts, the metrics of the seed
 documents (from ``bernonnx.metrics``: its 10-bin uniform ECE bins exactly as
-seed 000's code and scikit-learn's ``calibration_curve`` do) and a markdown
+the blog post's code and scikit-learn's ``calibration_curve`` do) and a markdown
 results table.
 """
 
@@ -148,7 +148,7 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 def equal_width_bins(p: np.ndarray, n_bins: int) -> np.ndarray:
     """Bin index in ``0 .. n_bins - 1`` of each probability, bins ``((k-1)/M, k/M]``.
 
-    The binning of scikit-learn's ``calibration_curve`` and of seed 000's ``ece``:
+    The binning of scikit-learn's ``calibration_curve`` and of the blog post's ``ece``:
     ``np.searchsorted`` on the inner edges, so an edge value joins the lower bin.
     """
     edges = np.linspace(0.0, 1.0, n_bins + 1)
@@ -164,7 +164,7 @@ def evaluate(y, p, *, probability: bool = True, rms_bins: int | None = None) -> 
     p = np.asarray(p, dtype=np.float64)
     row = {"auc": roc_auc_score(y, p), "distinct": int(np.unique(p).size)}
     if probability:
-        # uniform bins binned as calibration_curve does: seed 000's ECE exactly
+        # uniform bins binned as calibration_curve does: the blog post's ECE exactly
         row["ece"] = metrics.expected_calibration_error(y, p, n_bins=10)
         # the smooth ECE (Błasiok and Nakkiran) and its basic bootstrap interval; a
         # modest, seeded bootstrap keeps the study's runtime and its table reproducible

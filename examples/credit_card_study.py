@@ -1,8 +1,9 @@
-"""Seed 001 on the UCI credit-card default data: calibrating a gradient-boosted model.
-===================================================================================
+"""Calibrating XGBoost on credit-card defaults: the "Probability Calibration" notebook
+=====================================================================================
 
 Reproduces the calibration comparison of the notebook "Probability
-Calibration" (seed 001) on the UCI "Default of credit card clients" data
+Calibration" (Ethen Liu, in his machine-learning notebooks) on the UCI
+"Default of credit card clients" data
 (30,000 rows, label ``default.payment.next.month``, ``ID`` dropped), with the
 notebook's splits: 10 % stratified test split, then 30 % of the rest as the
 validation (calibration) split, ``random_state=1234`` both times.
@@ -35,8 +36,9 @@ Calibrators, fitted on the validation split and compared on the test split:
   default score, the raw margin ``predict(output_margin=True)``, which the
   ONNX export reproduces bit for bit.
 
-Metrics: ECE with 10 equal-width bins (seed 000's L1 definition), the RMS
-calibration error with 15 equal-width bins that seed 001's text defines
+Metrics: ECE with 10 equal-width bins (the L1 definition of the blog post "A
+Bernstein SkLearn model calibrator"), the RMS
+calibration error with 15 equal-width bins that the notebook defines
 (``sqrt(sum_b w_b (mean_pred_b - pos_rate_b)^2)``), Brier score, log loss, AUC
 and the number of distinct outputs.
 
@@ -102,7 +104,7 @@ OURS_META = "bernonnx CalibratedClassifier(predict_proba, log_odds=True)"
 
 
 def load_splits(data_dir: Path, quick: bool):
-    """Seed 001's stratified train / validation / test split."""
+    """The notebook's stratified train / validation / test split."""
     df = load_csv(data_dir, DATA_FILE).drop(columns="ID")
     if quick:
         df = stratified_subsample(df, LABEL, QUICK_ROWS)
@@ -121,7 +123,7 @@ def make_model():
     except ImportError:
         print(
             "xgboost is not installed (pip install -e '.[boosters]'): "
-            "HistGradientBoosting stands in for seed 001's XGBClassifier",
+            "HistGradientBoosting stands in for the notebook's XGBClassifier",
             file=sys.stderr,
         )
         return HistGradientBoostingClassifier(
@@ -160,7 +162,7 @@ def fit_histogram(p_val, y_val, n_bins: int = N_BINS):
 
 
 def add_baseline_rows(table, model, X_val, y_val, p_val, p_test, X_test):
-    """The uncalibrated model and the calibrators of seed 001 and scikit-learn."""
+    """The uncalibrated model and the calibrators of the notebook and scikit-learn."""
     table.add(f"{model_name(model)}, uncalibrated", p_test)
     predict, seconds = timed(fit_isotonic, p_val, y_val)
     table.add("sklearn isotonic (clip, validation range)", predict(p_test), fit_time=seconds)
@@ -246,7 +248,7 @@ def run(data_dir: Path, quick: bool) -> str:
 
     mode = f"--quick: stratified subsample of {QUICK_ROWS:,} rows" if quick else "full data"
     lines = [
-        f"## Seed 001, UCI credit-card default, {model_name(model)} ({mode})",
+        f"## The notebook's study, UCI credit-card default, {model_name(model)} ({mode})",
         "",
         f"train {len(y_train):,} / validation {len(y_val):,} / test {len(y_test):,} rows; "
         f"model fitted in {train_seconds:.1f} s.",

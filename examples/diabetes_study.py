@@ -1,8 +1,8 @@
-"""Seed 000 on the CDC diabetes data: LinearSVC scores calibrated by sklearn, the blog, bernonnx.
-==============================================================================================
+"""Calibrating a LinearSVC on CDC diabetes data: the Bernstein blog post's table, reproduced
+===========================================================================================
 
 Reproduces the results table of the blog post "A Bernstein SkLearn model
-calibrator" (seed 000) on the full BRFSS 2015 diabetes data (253,680 rows,
+calibrator" (Alex Shtoff) on the full BRFSS 2015 diabetes data (253,680 rows,
 label ``Diabetes_binary``) with the post's exact setup: one-hot encoded
 categorical columns, min-max scaled ``Age, BMI, MentHlth, PhysHlth``, a
 ``LinearSVC()`` fitted on 70 % of the rows, calibrators fitted on its decision
@@ -93,7 +93,7 @@ REFERENCE = """\
 
 
 def load_splits(data_dir: Path, max_rows: int | None = None):
-    """Seed 000's 70 / 15 / 15 train / calibration / test split of the diabetes data.
+    """The post's 70 / 15 / 15 train / calibration / test split of the diabetes data.
 
     ``max_rows`` first keeps a stratified subsample of that many rows.
     """
@@ -109,7 +109,7 @@ def load_splits(data_dir: Path, max_rows: int | None = None):
 
 
 def make_pipeline() -> Pipeline:
-    """Seed 000's pipeline: one-hot categoricals, min-max numericals, ``LinearSVC()``."""
+    """The post's pipeline: one-hot categoricals, min-max numericals, ``LinearSVC()``."""
     features = ColumnTransformer(
         [
             (
@@ -124,7 +124,7 @@ def make_pipeline() -> Pipeline:
 
 
 class BlogBernstein:
-    """Seed 000's Bernstein calibrators, on precomputed scores.
+    """The post's Bernstein calibrators, on precomputed scores.
 
     Min-max scaling fitted on the calibration scores and clipped, a
     ``binom.pmf`` Vandermonde matrix, and one cvxpy problem with non-decreasing
@@ -309,7 +309,7 @@ def run(data_dir: Path, quick: bool) -> str:
 
     mode = f"--quick: stratified subsample of {QUICK_ROWS:,} rows" if quick else "full data"
     lines = [
-        f"## Seed 000, CDC diabetes, LinearSVC ({mode})",
+        f"## The blog post's study, CDC diabetes, LinearSVC ({mode})",
         "",
         f"train {len(y_train):,} / calibration {len(y_calib):,} / test {len(y_test):,} rows; "
         f"pipeline fitted in {train_seconds:.1f} s.",

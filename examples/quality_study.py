@@ -126,7 +126,7 @@ DATASETS = {
     ),
 }
 
-#: The five models of issue 12, then MLPClassifier.
+#: The five models of the quality target, then MLPClassifier.
 ISSUE_MODELS = (
     "LogisticRegression",
     "LinearSVC",

@@ -4,7 +4,7 @@
 Four score sets, each split into calibration and test halves:
 
 * heavy-tailed LinearSVC decision values (synthetic, features with 0.2 %
-  outliers: the case where seed 000's min-max scaling breaks down);
+  outliers: the case where the blog post's min-max scaling breaks down);
 * gradient-boosting probabilities on the credit-card data (skewed towards 0);
 * the same as log-odds;
 * GaussianNB probabilities (piled up near 0 and 1).

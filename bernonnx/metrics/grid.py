@@ -74,7 +74,8 @@ def grid_calibration_error(
 ) -> dict:
     """Calibration error on a uniform grid over ``M`` transformed scores (Wang & Liu).
 
-    The measure of seed 002 for a calibrator of several classifiers' scores: every axis
+    The measure of Wang & Liu (IJCAI 2020) for a calibrator of several classifiers'
+    scores: every axis
     of ``[0, 1]^M`` is cut into ``n_bins`` equal cells; in each cell holding enough test
     rows, the positive rate of those rows stands in for the unknown true probability and is
     compared with the calibrator's prediction.
