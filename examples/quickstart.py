@@ -77,6 +77,19 @@ def export(model, X_test, out: Path) -> None:
     print(f"wrote {path} and the Triton model repository {folder}")
 
 
+def draw(y_test, probabilities: dict, out: Path | None) -> None:
+    """Reliability diagram of the raw model and the calibrated ones (needs the plot extra)."""
+    try:
+        from bernonnx.plotting import reliability_diagram
+    except ImportError:
+        print("matplotlib is not installed (the plot extra): no reliability diagram")
+        return
+    ax = reliability_diagram(y_test, probabilities)
+    ax.set_title("Credit default, held-out rows: marker area = the bin's share of rows")
+    if out is not None:
+        ax.figure.savefig(out / "reliability.png", dpi=120, bbox_inches="tight")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="folder for the ONNX file and Triton repository")
@@ -107,11 +120,18 @@ def main(argv=None) -> None:
     print(f"ranking kept exactly: {np.isclose(raw_auc, ours_auc, rtol=0, atol=0)}")
 
     ours = candidates_fitted["bernonnx Bernstein (log-odds)"]
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    shown = ("sklearn isotonic", "bernonnx Bernstein (log-odds)")
+    probabilities = {"uncalibrated": model.predict_proba(X_test)[:, 1]}
+    probabilities.update(
+        {name: candidates_fitted[name].predict_proba(X_test)[:, 1] for name in shown}
+    )
+    draw(y_test, probabilities, args.out)
     if args.out is None:
         with tempfile.TemporaryDirectory() as tmp:
             export(ours, X_test, Path(tmp))
     else:
-        args.out.mkdir(parents=True, exist_ok=True)
         export(ours, X_test, args.out)
 
 
