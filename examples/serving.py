@@ -44,9 +44,11 @@ from bernonnx.datasets import load_credit_default
 from bernonnx.deploy import write_triton_repository
 from bernonnx.export import to_onnx
 
-ROOT = Path(__file__).resolve().parents[1]
+# the documentation's gallery runs this file without __file__, from the examples folder
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+ROOT = HERE.parent
 NODE_DIR = ROOT / "tests" / "node"
-NODE_SCRIPT = Path(__file__).resolve().parent / "serve_node.mjs"
+NODE_SCRIPT = HERE / "serve_node.mjs"
 NODE_INSTALL_HINT = "cd tests/node && ONNXRUNTIME_NODE_INSTALL=skip npm ci"
 MODEL_NAME = "credit_default"
 #: float32 graph against Python's float64 evaluation cast to float32 (README: parity).
@@ -247,4 +249,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # exit only on failure: the documentation's gallery runs this file inside Sphinx,
+    # where SystemExit(0) would end the whole build early, and successfully
+    if status := main():
+        sys.exit(status)

@@ -33,7 +33,8 @@ from sklearn.svm import LinearSVC
 from bernonnx import BernsteinCalibrator
 from bernonnx.datasets import load_credit_default
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the documentation's gallery runs this file without __file__, from the examples folder
+sys.path.insert(0, str(Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()))
 from _study import ResultTable, log_odds, report, study_parser, timed  # noqa: E402
 
 COLUMNS = ("calibrator", "ece", "brier", "log_loss", "auc", "degree", "fit_time")
@@ -112,4 +113,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # exit only on failure: the documentation's gallery runs this file inside Sphinx,
+    # where SystemExit(0) would end the whole build early, and successfully
+    if status := main():
+        sys.exit(status)
