@@ -85,13 +85,14 @@ def draw(y_test, probabilities: dict, out: Path | None) -> None:
         print("matplotlib is not installed (the plot extra): no reliability diagram")
         return
     ax = reliability_diagram(y_test, probabilities)
-    ax.set_title("Credit default, held-out rows: marker area = the bin's share of rows")
+    ax.set_title("Credit default, held-out rows")
     if out is not None:
         ax.figure.savefig(out / "reliability.png", dpi=120, bbox_inches="tight")
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # the first line of the docstring (empty in the documentation's gallery, which strips it)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for the ONNX file and Triton repository")
     parser.add_argument("--quick", action="store_true", help="6,000 rows, smaller model")
     args = parser.parse_args(argv)

@@ -235,7 +235,8 @@ def run(out: Path, quick: bool) -> bool:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # the first line of the docstring (empty in the documentation's gallery, which strips it)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--out", type=Path, help="folder for the Triton repository")
     parser.add_argument("--quick", action="store_true", help="6,000 rows, smaller model")
     args = parser.parse_args(argv)
