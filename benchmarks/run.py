@@ -783,7 +783,7 @@ def table_real(cfg: Config, rep: Report) -> None:
         f"degree {DEGREE} against `IsotonicRegression.fit`; predict_proba on every row "
         'against `IsotonicRegression.predict`; degree="auto" against '
         "`LogisticRegression().fit` on the same scores, and, beside it, one fit at the "
-        "degree auto chose (no search) against the same LR fit. Targets: issue 12's bounds "
+        "degree auto chose (no search) against the same LR fit. Targets: the design bounds "
         f"(≤ {VS_ISOTONIC:g}× isotonic, ≤ {AUTO_VS_LOGISTIC:g}× LR), applied here at the "
         "data sets' sizes."
     )
