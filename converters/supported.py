@@ -1,14 +1,14 @@
 """What :func:`bernonnx.export.to_onnx` exports exactly, and why the rest is refused.
 
 The one list of base models and preprocessing steps that bernonnx has shown exact on
-real data in float32 and float64 graphs (``tests/test_real_parity.py``,
-``tests/test_user_data.py``):
+real data in float32 and float64 graphs (the documentation's results, "Parity on real
+data, every row"):
 
 - preprocessing: ``StandardScaler``, ``RobustScaler``, ``MinMaxScaler``,
   ``MaxAbsScaler``, ``SimpleImputer`` (NaN replaced by numeric statistics),
   ``OneHotEncoder`` (0/1 outputs; infrequent categories too),
   ``ColumnTransformer``, ``Pipeline``, ``FrozenEstimator``;
-- classifiers: those ``converters/exact.py`` computes as scikit-learn does
+- classifiers: those :mod:`bernonnx.converters.exact` computes as scikit-learn does
   (:func:`~bernonnx.converters.exact.exact_supported`) for the response method the
   calibrators were fitted on, XGBoost and LightGBM raw margins;
 - every bernonnx calibrator.
