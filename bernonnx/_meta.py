@@ -37,7 +37,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._transforms import clipped_log_odds
+from ._core.transforms import clipped_log_odds
 from ._validation import ACTIVATIONS, _num_samples, _safe_indexing
 
 __all__ = [

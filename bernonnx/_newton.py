@@ -6,9 +6,9 @@ way; only two things differ, and both are passed in:
 
 * the **basis** (:class:`Basis`): how the polynomial and the loss terms are
   evaluated on points in ``[0, 1]^M``: :data:`CURVE` (1-D, over
-  :mod:`bernonnx._bernstein`) or :data:`TENSOR` (over :mod:`bernonnx._tensor`);
+  :mod:`bernonnx._core.basis`) or :data:`TENSOR` (over :mod:`bernonnx._core.tensor`);
 * the **feasible set** (:class:`FeasibleSet`): the monotone coefficients and
-  their QP, :class:`bernonnx._qp.Chain` or :class:`bernonnx._qp.Lattice`.
+  their QP, :class:`bernonnx._core.qp.Chain` or :class:`bernonnx._core.qp.Lattice`.
 
 A fit reads the data only as :class:`Points`: weighted, labelled points.
 Those are either the rows themselves or the bins of :func:`compress` (per
@@ -38,9 +38,9 @@ import numpy as np
 from scipy.special import expit, logit
 from threadpoolctl import ThreadpoolController
 
-from . import _bernstein as bern
-from . import _tensor as tensor
-from ._transforms import TRANSFORMS
+from ._core import basis as bern
+from ._core import tensor
+from ._core.transforms import TRANSFORMS
 from ._validation import Interval, IntInterval, StrOptions
 
 #: Highest degree accepted. The float32 ONNX graph keeps C(d, k) finite up
@@ -248,7 +248,7 @@ def compress(points: Points, n_bins: int) -> Points:
 
 
 class FeasibleSet(Protocol):
-    """Monotone coefficients in a box (:mod:`bernonnx._qp`); ``x`` flattened in C order."""
+    """Monotone coefficients in a box (:mod:`bernonnx._core.qp`); ``x`` flattened in C order."""
 
     shape: tuple[int, ...]
     lo: float
@@ -281,7 +281,7 @@ class Basis(Protocol):
 
 
 class _Curve:
-    """The 1-D basis (:mod:`bernonnx._bernstein`); loss terms are sums over the points."""
+    """The 1-D basis (:mod:`bernonnx._core.basis`); loss terms are sums over the points."""
 
     gradient_with_loss = True
 
@@ -304,7 +304,7 @@ class _Curve:
 
 
 class _Tensor:
-    """The tensor basis (:mod:`bernonnx._tensor`); loss terms are weighted means."""
+    """The tensor basis (:mod:`bernonnx._core.tensor`); loss terms are weighted means."""
 
     gradient_with_loss = False
 
@@ -596,7 +596,7 @@ class _FoldStack:
     the points or of one fold's: ``b_j b_k = C(d, j) C(d, k) / C(2d, j + k)
     b_{j+k, 2d}``, so a Hessian (or Gram matrix) is ``2d + 1`` weighted sums
     of the degree-``2d`` basis (a Hankel matrix), as in
-    :func:`bernonnx._bernstein.logistic_terms`. It stands in for the points
+    :func:`bernonnx._core.basis.logistic_terms`. It stands in for the points
     of :func:`newton` (``_Curve`` hands it the coefficients) and of the fold
     terms, with no per-call overhead: a degree search makes hundreds of calls
     on a few thousand points.

@@ -30,9 +30,9 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from . import _bernstein as bern
+from ._core import basis as bern
+from ._core.quantiles import _SLACK
 from ._newton import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
-from ._stats import _SLACK
 from ._validation import _finite_or_raise, fit_inputs
 
 #: Rows per chunk of an :class:`ArraySource`.
@@ -508,7 +508,7 @@ def key_floats(keys: np.ndarray) -> np.ndarray:
 
 
 def weighted_quantiles(source: Source, probs, described: Described, transform=None) -> np.ndarray:
-    """:func:`bernonnx._stats.weighted_quantile` of the positive-weight rows' values, exactly.
+    """:func:`~bernonnx._core.quantiles.weighted_quantile` of the positive-weight rows, exactly.
 
     The values are ``transform(chunk.s)`` (the scores by default). A radix
     select on :func:`float_keys`: four passes, each adding per-chunk

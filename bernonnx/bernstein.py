@@ -7,7 +7,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import OneScoreMixin
-from ._bernstein import logistic_eta_blocks
+from ._core.basis import logistic_eta_blocks
+from ._core.qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
+from ._core.transforms import (
+    apply_transform,
+    fit_transform_params,
+    logistic_neg_abs_z_into,
+    rescale,
+    score_exponent,
+    transform_params,
+)
 from ._newton import (
     AUTO_DEGREES,
     CURVE,
@@ -28,15 +37,6 @@ from ._newton import (
     single_blas_thread,
 )
 from ._passes import RowPasses, lazy_source, summarise, weighted_quantiles
-from ._qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
-from ._transforms import (
-    apply_transform,
-    fit_transform_params,
-    logistic_neg_abs_z_into,
-    rescale,
-    score_exponent,
-    transform_params,
-)
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
 from .stats import PartialFitMixin
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import _ScoreCalibrator
+from ._core.transforms import rescale, score_exponent
 from ._passes import TableFitMixin
-from ._transforms import rescale, score_exponent
 from ._validation import StrOptions, _fit_context
 from .stats import PartialFitMixin
 

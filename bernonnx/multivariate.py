@@ -5,8 +5,8 @@ mapped to ``[0, 1]`` by a 1-D transform, then a tensor-product Bernstein
 polynomial with coefficients non-decreasing along every axis (Wang & Liu,
 Theorem 1) gives the probability.
 
-The tensor math is in :mod:`bernonnx._tensor`, the lattice QP in
-:mod:`bernonnx._qp` and the fit (shared with the 1-D calibrator) in
+The tensor math is in :mod:`bernonnx._core.tensor`, the lattice QP in
+:mod:`bernonnx._core.qp` and the fit (shared with the 1-D calibrator) in
 :mod:`bernonnx._newton`.
 """
 
@@ -20,6 +20,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PositiveProbaMixin
+from ._core.qp import Lattice
+from ._core.transforms import apply_transform, fit_transform_params, rescale, score_exponent
 from ._newton import (
     AUTO_DEGREES,
     MAX_DEGREE,
@@ -34,8 +36,6 @@ from ._newton import (
     predict,
     single_blas_thread,
 )
-from ._qp import Lattice
-from ._transforms import apply_transform, fit_transform_params, rescale, score_exponent
 from ._validation import _finite_or_raise, _fit_context, labelled_rows
 
 __all__ = ["MultivariateBernsteinCalibrator"]

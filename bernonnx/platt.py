@@ -16,8 +16,8 @@ import numpy as np
 from scipy.special import expit
 
 from ._base import _ScoreCalibrator
+from ._core.transforms import clipped_log_odds, rescale, score_exponent
 from ._passes import SourceFitMixin, summarise, target_of, weights_of
-from ._transforms import clipped_log_odds, rescale, score_exponent
 from ._validation import Interval, _fit_context
 from .stats import PartialFitMixin
 

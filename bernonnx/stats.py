@@ -15,9 +15,9 @@ after an update (:class:`PartialFitMixin`).
 :class:`BernsteinStats` (:class:`~bernonnx.BernsteinCalibrator`)
     Keeps the rows themselves up to :data:`BUFFER_ROWS` rows: until then its
     fit *is* the in-memory fit of the rows seen. Past that, it keeps key bins
-    of the raw scores (:class:`bernonnx._keybins.KeyBins`): bins of the
+    of the raw scores (:class:`bernonnx._core.keybins.KeyBins`): bins of the
     order-preserving integer keys of the scores, one per distinct score until
-    more than :data:`~bernonnx._keybins.MAX_BINS` (``2^17``) are occupied, then
+    more than :data:`~bernonnx._core.keybins.MAX_BINS` (``2^17``) are occupied, then
     the fewest leading bits that keep them within it; per bin, the weight of
     each class (per fold for a degree search), each class's sum of the scores'
     offsets in the bin, and the bin's smallest and largest score. Nothing in
@@ -76,12 +76,12 @@ from ._blob import (
     show,
     write,
 )
-from ._keybins import MAX_BINS, KeyBins
+from ._core.keybins import MAX_BINS, KeyBins
+from ._core.quantiles import _SLACK
+from ._core.transforms import apply_transform, rescale, score_exponent, transform_params
 from ._newton import Points, fold_of
 from ._passes import ScoreTable, chunk_arrays, float_keys
 from ._registry import CALIBRATORS, entry_for, resolve
-from ._stats import _SLACK
-from ._transforms import apply_transform, rescale, score_exponent, transform_params
 from ._validation import check_scores, is_missing, single_score
 
 __all__ = [
@@ -478,7 +478,7 @@ class BernsteinStats(CalibrationStats):
         return int(cal.n_folds) if len(cal._candidate_degrees()) > 1 else 1
 
     def _start_bins(self):
-        """Empty bins (:class:`~bernonnx._keybins.KeyBins`); the buffer goes in them."""
+        """Empty bins (:class:`~bernonnx._core.keybins.KeyBins`); the buffer goes in them."""
         s, target, w = self._buffer_rows()
         self._binned = KeyBins(self._search_folds())
         self.kept = 0

@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._transforms import clipped_log_odds
+from ._core.transforms import clipped_log_odds
 from ._validation import (
     Interval,
     StrOptions,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from bernonnx._transforms import exponent_factors
+from bernonnx._core.transforms import exponent_factors
 
 DOUBLE = TensorProto.DOUBLE
 FLOAT = TensorProto.FLOAT
@@ -91,7 +91,7 @@ class GraphWriter:
 
 def clipped_log_odds(g: GraphWriter, p: str, eps: float) -> str:
     """``log(c) - log(1 - c)`` with ``c = Clip(p, eps, 1 - eps)``: the log-odds of
-    ``bernonnx._transforms.clipped_log_odds`` (``Log(1 - c)`` stands for its
+    ``bernonnx._core.transforms.clipped_log_odds`` (``Log(1 - c)`` stands for its
     ``log1p(-c)``; ONNX has no log1p). Platt's ``log_odds=True`` and the
     ``CalibratedClassifier`` / ``FusionClassifier`` ``log_odds`` option share it."""
     c = g.node("Clip", [p, g.const("eps", eps), g.const("1meps", 1.0 - eps)])
@@ -100,7 +100,7 @@ def clipped_log_odds(g: GraphWriter, p: str, eps: float) -> str:
 
 
 def rescale_scores(g: GraphWriter, s: str, exponent) -> str:
-    """``s * 2^exponent`` as ``bernonnx._transforms.rescale`` computes it: two
+    """``s * 2^exponent`` as ``bernonnx._core.transforms.rescale`` computes it: two
     exact power-of-two ``Mul`` nodes (one factor per column for a vector
     ``exponent``); ``s`` itself when every exponent is 0."""
     exponent = np.atleast_1d(np.asarray(exponent, dtype=np.int64))

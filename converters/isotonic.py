@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from bernonnx._transforms import rescale
+from bernonnx._core.transforms import rescale
 from bernonnx.converters._graph import GraphWriter, rescale_scores
 
 

@@ -37,7 +37,7 @@ import math
 import numpy as np
 from onnx import TensorProto
 
-from bernonnx._transforms import _MAX_DIFF
+from bernonnx._core.transforms import _MAX_DIFF
 from bernonnx.converters._graph import GraphWriter, rescale_scores
 from bernonnx.converters.bernstein import BASES, TINY, log_binomial, pow_basis
 

@@ -1005,7 +1005,7 @@ def _blobs():
 @pytest.fixture(scope="module")
 def binned_stats():
     s, y = _stream(30_000)
-    from bernonnx import _keybins
+    from bernonnx._core import keybins as _keybins
 
     old = stats_module.BUFFER_ROWS, _keybins.MAX_BINS
     stats_module.BUFFER_ROWS, _keybins.MAX_BINS = 5_000, 1 << 10  # bins of many scores

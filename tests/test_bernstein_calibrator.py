@@ -16,7 +16,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import roc_auc_score
 
 from bernonnx import BernsteinCalibrator
-from bernonnx._transforms import apply_transform
+from bernonnx._core.transforms import apply_transform
 
 TRANSFORMS = ["logistic", "quantile", "minmax"]
 LOSSES = ["log", "squared"]

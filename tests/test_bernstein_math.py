@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.special import comb
 
-from bernonnx import _bernstein as bern
-from bernonnx._qp import gap_step, solve_monotone_qp, solve_monotone_qp_cvxpy
+from bernonnx._core import basis as bern
+from bernonnx._core.qp import gap_step, solve_monotone_qp, solve_monotone_qp_cvxpy
 
 unit = arrays(np.float64, st.integers(1, 60), elements=st.floats(0, 1, allow_subnormal=False))
 

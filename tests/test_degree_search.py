@@ -22,6 +22,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 
 from bernonnx import BernsteinCalibrator
+from bernonnx._core.qp import Chain
+from bernonnx._core.transforms import apply_transform
 from bernonnx._newton import (
     AUTO_DEGREES,
     CURVE,
@@ -34,8 +36,6 @@ from bernonnx._newton import (
     predict,
     select_degree_by_steps,
 )
-from bernonnx._qp import Chain
-from bernonnx._transforms import apply_transform
 
 
 def _real(name, model, method):

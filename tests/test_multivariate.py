@@ -13,11 +13,11 @@ from scipy.stats import binom
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from bernonnx import BernsteinCalibrator
-from bernonnx import _tensor as tm
 from bernonnx import multivariate as mv
+from bernonnx._core import tensor as tm
+from bernonnx._core.qp import Lattice
+from bernonnx._core.transforms import apply_transform
 from bernonnx._newton import TENSOR, Points, newton
-from bernonnx._qp import Lattice
-from bernonnx._transforms import apply_transform
 from bernonnx.multivariate import MultivariateBernsteinCalibrator
 
 TRANSFORMS = ["quantile", "logistic", "minmax"]

@@ -16,7 +16,7 @@ from bernonnx import (
     PlattCalibrator,
     PlattHistogramCalibrator,
 )
-from bernonnx._transforms import apply_transform
+from bernonnx._core.transforms import apply_transform
 from bernonnx.metrics import reliability_table
 from bernonnx.plotting import plot_calibration_function, plot_contour, reliability_diagram
 from bernonnx.plotting._common import _inverse_transform, _transform_params

@@ -5,7 +5,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bernonnx._qp import gap_step, project_monotone, solve_monotone_qp, solve_monotone_qp_cvxpy
+from bernonnx._core.qp import (
+    gap_step,
+    project_monotone,
+    solve_monotone_qp,
+    solve_monotone_qp_cvxpy,
+)
 
 
 def _objective(h, q, x):

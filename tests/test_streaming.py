@@ -34,9 +34,9 @@ from bernonnx import (
     PlattCalibrator,
     PlattHistogramCalibrator,
 )
+from bernonnx._core.quantiles import order_statistics, weighted_quantile
 from bernonnx._newton import fold_of
 from bernonnx._passes import ArraySource, Described, summarise, weighted_quantiles
-from bernonnx._stats import order_statistics, weighted_quantile
 from bernonnx.stats import BernsteinStats, CalibrationStats, ScoreStats, stats_for
 
 EXACT = 1e-9
@@ -303,7 +303,7 @@ def _two_halves(n, drift, seed=0):
 @pytest.fixture
 def small_bins(monkeypatch):
     """A buffer and a bin cap small enough that 2e5 rows coarsen (shift 44)."""
-    from bernonnx import _keybins
+    from bernonnx._core import keybins as _keybins
 
     monkeypatch.setattr(stats_module, "BUFFER_ROWS", 1 << 14)
     monkeypatch.setattr(_keybins, "MAX_BINS", 1 << 13)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from bernonnx._stats import weighted_quantile
+from bernonnx._core.quantiles import weighted_quantile
 from bernonnx._validation import check_int
 
 from ._inputs import _NORMS, _STRATEGIES, PosLabel, _check_choice, _check_inputs, _Checked
@@ -14,7 +14,7 @@ from ._inputs import _NORMS, _STRATEGIES, PosLabel, _check_choice, _check_inputs
 def _quantile_inner_edges(p: np.ndarray, w: np.ndarray, n_bins: int) -> np.ndarray:
     """Distinct weighted inverted-CDF quantiles of ``p`` at ``k / n_bins``, ``0 < k < n_bins``.
 
-    See :func:`bernonnx._stats.weighted_quantile`: integer weights give exactly the
+    See :func:`bernonnx._core.quantiles.weighted_quantile`: integer weights give exactly the
     edges of the repeated rows.
     """
     return np.unique(weighted_quantile(p, w, np.arange(1, n_bins) / n_bins))

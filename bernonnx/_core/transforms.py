@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, logit
 
-from ._stats import weighted_quantile
+from .quantiles import weighted_quantile
 
 TRANSFORMS = ("logistic", "quantile", "minmax")
 

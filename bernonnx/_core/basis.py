@@ -293,7 +293,7 @@ def logistic_eta_blocks(n: int, coef: np.ndarray, neg_abs_z_into, rows: int = EV
     Yields ``(slice, eta)`` for each block of ``rows`` of the ``n`` rows; ``eta`` is a
     buffer the next block overwrites. ``neg_abs_z_into(slice, lower, out, scratch)``
     writes the block's ``lower = z <= 0`` and ``out = -|z|``
-    (:func:`bernonnx._transforms.logistic_neg_abs_z_into`), so the caller computes
+    (:func:`bernonnx._core.transforms.logistic_neg_abs_z_into`), so the caller computes
     ``z``, the polynomial and what follows (the link, the output's columns) on one
     block while it is in cache: full-length passes are memory bound.
 

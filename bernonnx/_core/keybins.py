@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._passes import float_keys, key_floats
+from bernonnx._passes import float_keys, key_floats
 
 #: Most occupied bins (memory: ``(2 n_folds + 4) * 8 + 8`` bytes a bin).
 MAX_BINS = 1 << 17

@@ -1,4 +1,4 @@
-"""Tensor-product Bernstein math: the 1-D identities of :mod:`bernonnx._bernstein` axis by axis.
+"""Tensor-product Bernstein math: the 1-D identities of :mod:`bernonnx._core.basis` axis by axis.
 
 Small pure functions on numpy arrays, used by
 :class:`bernonnx.MultivariateBernsteinCalibrator`'s fit and predict. A row
@@ -26,7 +26,7 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from . import _bernstein as bern
+from . import basis as bern
 
 #: Chunks of rows are sized so that each temporary row-wise Kronecker product
 #: holds at most about this many float64 entries (32 MB).
@@ -116,7 +116,7 @@ def tensor_gram(moments: np.ndarray, degrees) -> np.ndarray:
 
     ``moments`` are the weighted moments of the degree-``2 * degrees`` tensor
     basis (:func:`tensor_moments`, one column). The product rule of
-    :func:`bernonnx._bernstein.gram_from_moments` on every axis:
+    :func:`bernonnx._core.basis.gram_from_moments` on every axis:
     ``G[j, k] = prod_m C(K_m, j_m) C(K_m, k_m) / C(2 K_m, j_m + k_m) *
     T[j + k]``. Rows and columns in C order of the coefficient tensor.
     """
@@ -151,7 +151,7 @@ def elevate(coef: np.ndarray, degrees) -> np.ndarray:
 def tensor_eval(u, v, coef) -> np.ndarray:
     """``eta = c0 + sum_k (coef[k] - c0) prod_m b_{k_m, K_m}(u_m)``, ``c0 = coef[0, ..., 0]``.
 
-    The 1-D :func:`bernonnx._bernstein.bernstein_eval` on every axis: equal to
+    The 1-D :func:`bernonnx._core.basis.bernstein_eval` on every axis: equal to
     the plain sum in exact arithmetic (the basis sums to one), and rounding
     scales with the coefficient differences, not their size.
     """
