@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bernonnx._newton import SELECT_BINS
+from bernonnx._core.points import SELECT_BINS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import HERE, fmt_ratio, git_revision, load_average, machine, md_table, now  # noqa: E402

@@ -16,7 +16,7 @@ same quantities in the same way; only the order of additions differs (about
 2. the transform's weighted quantiles, exactly (:func:`weighted_quantiles`,
    four radix passes on the order-preserving integer keys of the scores);
 3. the per-fold bins of the degree search (folds by a hash of the row's
-   position, :func:`bernonnx._newton.fold_of`): the same folds as in memory;
+   position, :func:`bernonnx._core.points.fold_of`): the same folds as in memory;
 4. the final fit, by the fitting core itself on :class:`RowPasses`: the
    least-squares moments (one pass), or the log loss's bins and then one
    pass per projected Newton step on the rows.
@@ -31,8 +31,8 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from ._core import basis as bern
+from ._core.points import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
 from ._core.quantiles import _SLACK
-from ._newton import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
 from ._validation import _finite_or_raise, fit_inputs
 
 #: Rows per chunk of an :class:`ArraySource`.
@@ -572,14 +572,16 @@ class _Histograms:
 
 
 class RowPasses:
-    """The rows of a source as points of :func:`bernonnx._newton.newton`: each
-    evaluation of the log loss is one pass (``u`` from ``to_u(chunk.s)``)."""
+    """The rows of a source as :class:`~bernonnx._core.points.Rows` of the fitting core:
+    each evaluation of the log loss is one pass (``u`` from ``to_u(chunk.s)``)."""
+
+    one_score = True
 
     def __init__(self, source: Source, to_u, described: Described):
         self.source, self.to_u = source, to_u
         self.classes, self.kept = described.classes, described.kept
         self.ends = np.array([described.lo, described.hi])
-        #: weighted mean label (:func:`bernonnx._newton.base_rate`)
+        #: weighted mean label (:func:`bernonnx._core.newton.base_rate`)
         self.rate = described.positive_weight / described.weight
 
     def __len__(self) -> int:
@@ -607,8 +609,13 @@ class RowPasses:
     def squared_terms(self, degree: int):
         return self.map(lambda u, y, w, _: bern.least_squares_terms(u, y, w, degree)[:2])
 
-    def fold_bins(self, n_folds: int):
-        """Per-fold bins (:func:`bernonnx._newton.fold_bins`) by the rows' positions."""
+    def fold_bins(self, n_folds: int, folds=None):
+        """Per-fold bins (:func:`bernonnx._core.degree.fold_bins`) by the rows' positions.
+
+        ``folds`` must be None: a row's fold is the hash of its position in the source.
+        """
+        if folds is not None:
+            raise ValueError("folds of rows read in passes come from their positions")
 
         to_u, classes = self.to_u, self.classes
 
@@ -627,6 +634,10 @@ class RowPasses:
     def bins(self, n_bins: int) -> Points:
         wt, wu = self.map(lambda u, y, w, _: bin_sums(Points(u, 1.0 - u, y, w), n_bins))
         return points_from_sums(wt[0], wu[0], True)
+
+    def constant(self) -> bool:
+        """Whether every row has the same ``u``, from :meth:`u_range` (no pass)."""
+        return self.u_range().constant
 
     def u_range(self) -> Extremes:
         """The range of ``u``: the transform of the scores' range, with no pass.

@@ -8,6 +8,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import OneScoreMixin
 from ._core.basis import logistic_eta_blocks
+from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
+from ._core.newton import (
+    CURVE,
+    base_rate,
+    box,
+    constant_level,
+    is_constant,
+    link,
+    single_blas_thread,
+)
+from ._core.points import Points, fold_of
 from ._core.qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._core.transforms import (
     apply_transform,
@@ -17,24 +28,12 @@ from ._core.transforms import (
     score_exponent,
     transform_params,
 )
-from ._newton import (
+from ._params import (
     AUTO_DEGREES,
-    CURVE,
     MAX_DEGREE,
     PARAMETER_CONSTRAINTS,
     TRANSFORM_KEYS,
-    Points,
-    base_rate,
-    box,
-    constant_level,
-    fit_degree,
-    fold_of,
     forget_optional_attributes,
-    is_constant,
-    least_loss_choice,
-    link,
-    select_degree_by_steps,
-    single_blas_thread,
 )
 from ._passes import RowPasses, lazy_source, summarise, weighted_quantiles
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
@@ -255,7 +254,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         return self._fit_points(exponent, params, RowPasses(source, to_u, described), None)
 
     def _fit_points(self, exponent, params, points, folds):
-        """The fit once the transform is fixed: ``points`` are ``Points`` or ``RowPasses``."""
+        """The fit once the transform is fixed, on ``points``: ``Points`` or ``RowPasses``."""
         degrees = self._candidate_degrees()
         forget_optional_attributes(self)
         self.score_exponent_ = exponent

@@ -7,7 +7,7 @@ Theorem 1) gives the probability.
 
 The tensor math is in :mod:`bernonnx._core.tensor`, the lattice QP in
 :mod:`bernonnx._core.qp` and the fit (shared with the 1-D calibrator) in
-:mod:`bernonnx._newton`.
+:mod:`bernonnx._core.newton`.
 """
 
 from __future__ import annotations
@@ -20,21 +20,17 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PositiveProbaMixin
+from ._core.degree import fit_degree
+from ._core.newton import TENSOR, box, constant_level, predict, single_blas_thread
+from ._core.points import Points
 from ._core.qp import Lattice
 from ._core.transforms import apply_transform, fit_transform_params, rescale, score_exponent
-from ._newton import (
+from ._params import (
     AUTO_DEGREES,
     MAX_DEGREE,
     PARAMETER_CONSTRAINTS,
-    TENSOR,
     TRANSFORM_KEYS,
-    Points,
-    box,
-    constant_level,
-    fit_degree,
     forget_optional_attributes,
-    predict,
-    single_blas_thread,
 )
 from ._validation import _finite_or_raise, _fit_context, labelled_rows
 

@@ -50,7 +50,7 @@ after an update (:class:`PartialFitMixin`).
     need no such table for Platt: it reads the data in passes.)
 
 Row positions: rows are numbered in the order they arrive; the folds of the
-degree search are a hash of that number (:func:`bernonnx._newton.fold_of`),
+degree search are a hash of that number (:func:`bernonnx._core.points.fold_of`),
 as in ``fit``.
 
 Saved statistics are data, never code: :meth:`CalibrationStats.from_bytes`
@@ -77,9 +77,9 @@ from ._blob import (
     write,
 )
 from ._core.keybins import MAX_BINS, KeyBins
+from ._core.points import Points, fold_of
 from ._core.quantiles import _SLACK
 from ._core.transforms import apply_transform, rescale, score_exponent, transform_params
-from ._newton import Points, fold_of
 from ._passes import ScoreTable, chunk_arrays, float_keys
 from ._registry import CALIBRATORS, entry_for, resolve
 from ._validation import check_scores, is_missing, single_score

@@ -20,8 +20,8 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._core.points import fold_of
 from ._meta import log_odds_from_log_proba
-from ._newton import fold_of
 from ._validation import (
     Interval,
     StrOptions,

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.optimize import lsq_linear
 from scipy.special import comb, expit
 
-from bernonnx._newton import one_standard_error_choice
+from bernonnx._core.degree import one_standard_error_choice
 
 DEGREES = (1, 2, 3, 4, 6, 8, 10, 13, 16, 20)
 
@@ -331,7 +331,7 @@ class PlattOrBernstein:
 
     def fit(self, s, y, sample_weight=None):
         from bernonnx import BernsteinCalibrator, PlattCalibrator
-        from bernonnx._newton import fold_of
+        from bernonnx._core.points import fold_of
 
         s, y = np.asarray(s, dtype=float), np.asarray(y)
         bernstein = BernsteinCalibrator(n_folds=self.n_folds).fit(s, y)

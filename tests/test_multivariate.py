@@ -15,9 +15,10 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from bernonnx import BernsteinCalibrator
 from bernonnx import multivariate as mv
 from bernonnx._core import tensor as tm
+from bernonnx._core.newton import TENSOR, newton
+from bernonnx._core.points import Points
 from bernonnx._core.qp import Lattice
 from bernonnx._core.transforms import apply_transform
-from bernonnx._newton import TENSOR, Points, newton
 from bernonnx.multivariate import MultivariateBernsteinCalibrator
 
 TRANSFORMS = ["quantile", "logistic", "minmax"]

@@ -34,8 +34,8 @@ from bernonnx import (
     PlattCalibrator,
     PlattHistogramCalibrator,
 )
+from bernonnx._core.points import fold_of
 from bernonnx._core.quantiles import order_statistics, weighted_quantile
-from bernonnx._newton import fold_of
 from bernonnx._passes import ArraySource, Described, summarise, weighted_quantiles
 from bernonnx.stats import BernsteinStats, CalibrationStats, ScoreStats, stats_for
 

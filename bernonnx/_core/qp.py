@@ -1,6 +1,6 @@
 """The feasible sets of the monotone Bernstein fits, and their small quadratic programs.
 
-Both implement the protocol the fitting core (:mod:`bernonnx._newton`) uses:
+Both implement the protocol the fitting core (:mod:`bernonnx._core.newton`) uses:
 ``shape``, ``lo``, ``hi``, ``project(x)`` (a feasible point near ``x``) and
 ``qp(h, q, x0=None)`` (minimise ``1/2 x^T h x + q^T x`` over the set; ``x0``
 a nearby point). ``x`` is the coefficient tensor flattened in C order.

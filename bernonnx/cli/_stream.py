@@ -152,7 +152,7 @@ def _note_missing(progress: _Progress, n_missing: int, label: str, remain: int) 
 
 def _position_hash(positions: np.ndarray, seed: int) -> np.ndarray:
     """Uniform numbers in [0, 1) from the rows' positions and ``seed`` (splitmix64)."""
-    from bernonnx._newton import position_hash
+    from bernonnx._core.points import position_hash
 
     x = position_hash(positions, int(seed) * 0xD1B54A32D192ED03 + 0x9E3779B97F4A7C15)
     return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
