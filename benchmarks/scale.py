@@ -9,7 +9,7 @@ One command writes ``benchmarks/scale.md``:
    temporary folder, or ``--dir`` (kept there, and reused when it has the
    right rows).
 2. **Streamed fit.** ``BernsteinCalibrator()`` (log loss, ``degree="auto"``)
-   fitted by ``_fit_source`` on a ``bernonnx._parquet.ParquetSource`` of the
+   fitted by ``_fit_source`` on a ``bernonnx._core.parquet.ParquetSource`` of the
    file, in a child process: its time, passes over the file and peak RSS
    (``resource.getrusage``: the child's high-water mark, interpreter and
    imports included).
@@ -97,7 +97,7 @@ def _child(task: str, path: str) -> dict:
 
 def child_stream(path: str) -> dict:
     from bernonnx import BernsteinCalibrator
-    from bernonnx._parquet import ParquetSource
+    from bernonnx._core.parquet import ParquetSource
 
     pass_seconds = []
 
@@ -126,7 +126,7 @@ def child_memory(path: str) -> dict:
     import pyarrow.parquet as pq
 
     from bernonnx import BernsteinCalibrator
-    from bernonnx._passes import ArraySource
+    from bernonnx._core.sources import ArraySource
 
     batches, n = [], 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=ROW_GROUP):

@@ -6,7 +6,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import predict_scores
+from ._core.chunks import Source
+from ._core.sources import ScoreTable, summarise
+from ._validation import fit_inputs, predict_scores
 
 
 class PositiveProbaMixin:
@@ -84,3 +86,38 @@ class _ScoreCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
         s = predict_scores(self, X)
         # evaluated in float64 (a float32 score is exact in float64), then cast back
         return self._evaluate(s.astype(np.float64)).astype(s.dtype, copy=False)
+
+
+def lazy_source(X, y, sample_weight) -> Source | None:
+    """A :class:`Source` over a Dask collection ``X``, else ``None`` (in-memory data)."""
+    if type(X).__module__.split(".")[0] == "dask":
+        from .dask import dask_source
+
+        return dask_source(X, y, sample_weight)
+    return None
+
+
+class SourceFitMixin:
+    """``fit``'s dispatch of a one-score calibrator: a Dask collection or in-memory rows.
+
+    The class implements ``_fit_rows(s, target, w)`` (float64 scores, 0/1
+    target, positive weights) and ``_fit_source(source)``.
+    """
+
+    def _fit_any(self, X, y, sample_weight):
+        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
+        source = lazy_source(X, y, sample_weight)
+        if source is not None:
+            return self._fit_source(source)
+        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
+
+
+class TableFitMixin(SourceFitMixin):
+    """``_fit_source`` of a calibrator whose fit reads rows that weights may replace:
+    a source is reduced to a :class:`ScoreTable` in one pass and fitted as its rows."""
+
+    def _fit_source(self, source):
+        described = summarise(source, type(self).__name__)
+        table = source.reduce(lambda chunk: ScoreTable.of_chunk(chunk, described.classes))
+        self.classes_, self.n_features_in_ = described.classes, 1
+        return self._fit_rows(*table.rows())

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import OneScoreMixin
+from ._base import OneScoreMixin, lazy_source
 from ._core.basis import logistic_eta_blocks
 from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
 from ._core.newton import (
@@ -20,6 +20,8 @@ from ._core.newton import (
 )
 from ._core.points import Points, fold_of
 from ._core.qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
+from ._core.quantiles import weighted_quantiles
+from ._core.sources import RowPasses, summarise
 from ._core.transforms import (
     apply_transform,
     fit_transform_params,
@@ -35,7 +37,6 @@ from ._params import (
     TRANSFORM_KEYS,
     forget_optional_attributes,
 )
-from ._passes import RowPasses, lazy_source, summarise, weighted_quantiles
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
 from .stats import PartialFitMixin
 

@@ -4,7 +4,7 @@
 :class:`~bernonnx.PlattCalibrator`, :class:`~bernonnx.IsotonicCalibrator`
 and :class:`~bernonnx.HistogramCalibrator` accepts Dask arrays, series and
 one-column dataframes for the scores, labels and weights. The fit runs as
-passes over the partitions (:mod:`bernonnx._passes`): each pass computes a
+passes over the partitions (:mod:`bernonnx._core.sources`): each pass computes a
 small summary per partition on the workers (sums, histograms, a Newton
 step's gradient) and adds them on the client. It uses the current
 ``distributed`` client when there is one (``dask.compute``'s default), else
@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._passes import Fingerprint, PassCheck, add_all, chunk_arrays
+from ._core.chunks import add_all
+from ._core.sources import Fingerprint, PassCheck, chunk_arrays
 
 __all__ = ["dask_source", "predict_proba"]
 
@@ -112,7 +113,7 @@ class DaskSource:
 
     def reduce(self, fn):
         """``fn`` of every partition's chunk, added; ``ValueError`` when the rows differ
-        from those of the first pass (:class:`~bernonnx._passes.PassCheck`)."""
+        from those of the first pass (:class:`~bernonnx._core.sources.PassCheck`)."""
         dask, _ = _require()
         weighted = self.weighted
 
@@ -144,7 +145,7 @@ def predict_proba(calibrator, X):
     column, as for ``fit``: a dataframe of several columns is refused.
     """
     _, da = _require()
-    from ._passes import _floats
+    from ._core.sources import _floats
 
     def positive(block):
         values = _floats(block, "X")  # pd.NA -> NaN: predict_proba's ValueError names it

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import _ScoreCalibrator
+from ._base import TableFitMixin, _ScoreCalibrator
 from ._core.transforms import rescale, score_exponent
-from ._passes import TableFitMixin
 from ._validation import StrOptions, _fit_context
 from .stats import PartialFitMixin
 

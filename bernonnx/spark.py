@@ -3,7 +3,7 @@
 :func:`fit_calibrator` fits :class:`~bernonnx.BernsteinCalibrator` (or
 another calibrator that reads a ``_passes.Source``) on a score column and a
 label column, with an optional weight column, as passes over the
-DataFrame's partitions (:mod:`bernonnx._passes`). Each pass is one Spark
+DataFrame's partitions (:mod:`bernonnx._core.sources`). Each pass is one Spark
 job: ``mapInPandas`` hands every partition to the executors as Arrow
 batches, a partition computes one small summary (sums, histograms, a Newton
 step's gradient) and sends it back pickled, and the driver adds the
@@ -55,7 +55,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from ._passes import CHUNK_ROWS, Adder, Fingerprint, PassCheck, add_all, chunk_arrays
+from ._core.chunks import Adder, add_all
+from ._core.sources import CHUNK_ROWS, Fingerprint, PassCheck, chunk_arrays
 
 __all__ = ["SparkSource", "fit_calibrator", "with_probability"]
 
@@ -234,7 +235,7 @@ class SparkSource:
 
         Raises ``ValueError`` when a partition holds other rows than the counting
         job found, or the rows differ from the first pass's
-        (:class:`~bernonnx._passes.PassCheck`): data Spark computes differently
+        (:class:`~bernonnx._core.sources.PassCheck`): data Spark computes differently
         each time would otherwise give a fit of no particular rows.
         """
         starts, weighted, chunk_rows = self.starts, self.weighted, self.chunk_rows
@@ -386,7 +387,7 @@ def fit_calibrator(
     calibrator : estimator, default=None
         An unfitted calibrator to clone, :class:`~bernonnx.BernsteinCalibrator`
         by default; any calibrator with ``_fit_source`` (see
-        :mod:`bernonnx._passes`).
+        :mod:`bernonnx._core.sources`).
 
     Returns
     -------

@@ -78,9 +78,9 @@ from ._blob import (
 )
 from ._core.keybins import MAX_BINS, KeyBins
 from ._core.points import Points, fold_of
-from ._core.quantiles import _SLACK
+from ._core.quantiles import _SLACK, float_keys
+from ._core.sources import ScoreTable, chunk_arrays
 from ._core.transforms import apply_transform, rescale, score_exponent, transform_params
-from ._passes import ScoreTable, chunk_arrays, float_keys
 from ._registry import CALIBRATORS, entry_for, resolve
 from ._validation import check_scores, is_missing, single_score
 
@@ -343,7 +343,7 @@ def _calibrator(cls: type, params):
 
 
 class ScoreStats(CalibrationStats):
-    """Distinct scores and class weights (:class:`bernonnx._passes.ScoreTable`); exact."""
+    """Distinct scores and class weights (:class:`bernonnx._core.sources.ScoreTable`); exact."""
 
     HEADER_KEYS: frozenset = frozenset()
 

@@ -850,7 +850,7 @@ def test_issue_22_cli_dictionary_encoded_labels_stream(
     pq = pytest.importorskip("pyarrow.parquet")
     import pyarrow as pa
 
-    monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
+    monkeypatch.setattr("bernonnx._core.parquet.BATCH_ROWS", 700)
     s, y = labelled_scores
     text = np.where(y, "yes", "no").astype(object)
     text[17] = "NA"
@@ -951,7 +951,7 @@ def test_issue_22_cli_streamed_parity_sample_counts_rows(
 
     import pyarrow as pa
 
-    monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
+    monkeypatch.setattr("bernonnx._core.parquet.BATCH_ROWS", 700)
     monkeypatch.setattr("bernonnx.cli._stream.SAMPLE_ROWS", sample_rows)
     s, y = labelled_scores
     pq.write_table(pa.table({"s": s, "y": y.astype(int)}), tmp_path / "s.parquet")

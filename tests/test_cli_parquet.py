@@ -25,7 +25,7 @@ N_ROWS = 3000
 @pytest.fixture(autouse=True)
 def small_batches(monkeypatch):
     """Batches and row groups far smaller than the file: many chunks per pass."""
-    monkeypatch.setattr("bernonnx._parquet.BATCH_ROWS", 700)
+    monkeypatch.setattr("bernonnx._core.parquet.BATCH_ROWS", 700)
     with threadpool_limits(limits=1):
         yield
 
@@ -205,13 +205,13 @@ def test_missing_pyarrow_names_the_extra(run, parquet, monkeypatch):
     def missing():
         raise ImportError('reading Parquet files needs pyarrow: pip install "bernonnx[parquet]"')
 
-    monkeypatch.setattr("bernonnx._parquet.require_pyarrow", missing)
+    monkeypatch.setattr("bernonnx._core.parquet.require_pyarrow", missing)
     _, err = run("compare", parquet, "--label", "y", "--score", "s1", expect=EXIT_USAGE)
     assert 'pip install "bernonnx[parquet]"' in err
 
 
 def test_parquet_source_keeps_rows_by_position_numbered_again(data, parquet):
-    from bernonnx._parquet import ParquetSource
+    from bernonnx._core.parquet import ParquetSource
 
     s, _, y = labelled(data)
     keep = np.arange(len(y)) % 3 != 1
@@ -234,7 +234,7 @@ def test_parquet_source_keeps_rows_by_position_numbered_again(data, parquet):
 
 def test_parquet_source_weights_equal_in_memory_sample_weight(data, tmp_path):
     from bernonnx import PlattCalibrator
-    from bernonnx._parquet import ParquetSource
+    from bernonnx._core.parquet import ParquetSource
 
     w = np.random.default_rng(2).integers(0, 4, size=N_ROWS).astype(np.float64)
     path = tmp_path / "weighted.parquet"

@@ -35,8 +35,8 @@ from bernonnx import (
     PlattHistogramCalibrator,
 )
 from bernonnx._core.points import fold_of
-from bernonnx._core.quantiles import order_statistics, weighted_quantile
-from bernonnx._passes import ArraySource, Described, summarise, weighted_quantiles
+from bernonnx._core.quantiles import order_statistics, weighted_quantile, weighted_quantiles
+from bernonnx._core.sources import ArraySource, Described, summarise
 from bernonnx.stats import BernsteinStats, CalibrationStats, ScoreStats, stats_for
 
 EXACT = 1e-9
@@ -239,7 +239,7 @@ def test_source_errors_name_the_problem():
     bad = s.copy()
     bad[5] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        from bernonnx._passes import chunk_arrays
+        from bernonnx._core.sources import chunk_arrays
 
         chunk_arrays(bad, np.zeros(100), None, 0)
     w = np.where(np.arange(100) % 2 == 0, 1.0, 0.0)

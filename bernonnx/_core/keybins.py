@@ -3,7 +3,7 @@
 :class:`KeyBins` keeps, per bin of raw scores, the weight of each class (per fold
 of the degree search), each class's weighted sum of the scores' offsets in the
 bin, and the bin's smallest and largest score. A bin is a prefix of
-:func:`bernonnx._passes.float_keys`: the ``64 - shift`` leading bits of the
+:func:`bernonnx._core.quantiles.float_keys`: the ``64 - shift`` leading bits of the
 key. It starts with ``shift = 0`` (one bin per distinct score: the rows
 themselves, weights summed) and, whenever more than :data:`MAX_BINS` bins are
 occupied, drops one more bit (merges neighbouring bins), so:
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bernonnx._passes import float_keys, key_floats
+from .quantiles import float_keys, key_floats
 
 #: Most occupied bins (memory: ``(2 n_folds + 4) * 8 + 8`` bytes a bin).
 MAX_BINS = 1 << 17

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from .chunks import Source, weights_of
 
 #: Relative slack on cumulative weights: sums of fractional weights round
 #: (ten weights of 0.1 do not add up to exactly 1), and without slack a level
@@ -91,3 +95,88 @@ def order_statistics(x: np.ndarray, ranks: np.ndarray) -> np.ndarray:
             return np.partition(x, np.unique(ranks))[ranks]
         out[i] = np.partition(values, k - first)[k - first]
     return out
+
+
+# --------------------------------------------------------------------------
+# the same quantiles of rows in chunks, exactly, by a radix select
+# --------------------------------------------------------------------------
+
+_DIGIT_BITS = 16
+
+
+_DIGITS = 64 // _DIGIT_BITS
+
+
+def float_keys(x: np.ndarray) -> np.ndarray:
+    """Order-preserving uint64 keys of float64 values (``-0.0`` as ``0.0``)."""
+    bits = (np.asarray(x, dtype=np.float64) + 0.0).view(np.uint64)
+    negative = (bits >> np.uint64(63)).astype(bool)
+    return np.where(negative, ~bits, bits | np.uint64(1 << 63))
+
+
+def key_floats(keys: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`float_keys`."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    positive = (keys >> np.uint64(63)).astype(bool)
+    return np.where(positive, keys & np.uint64((1 << 63) - 1), ~keys).view(np.float64)
+
+
+def weighted_quantiles(source: Source, probs, described, transform=None) -> np.ndarray:
+    """:func:`weighted_quantile` of the positive-weight rows' values in ``source``, exactly.
+
+    ``described`` is the source's :func:`~bernonnx._core.sources.summarise`.
+
+    The values are ``transform(chunk.s)`` (the scores by default). A radix
+    select on :func:`float_keys`: four passes, each adding per-chunk
+    histograms of the next 16 bits of the keys that share the prefix found so
+    far (one histogram per distinct prefix). Chooses, like the in-memory
+    function, the smallest value whose cumulative weight reaches ``W (p -
+    slack)``; with few levels and equal weights it counts rows instead, as
+    that function does.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    by_count = probs.shape[0] <= 8 and described.equal_weights
+    total = float(described.kept) if by_count else described.weight
+    targets = total * (probs - _SLACK)
+    prefixes = np.zeros(probs.shape[0], dtype=np.uint64)
+    below = np.zeros(probs.shape[0])
+    for digit in range(_DIGITS):
+        shift = np.uint64(64 - _DIGIT_BITS * (digit + 1))
+        wanted = sorted(set(prefixes.tolist()))
+
+        def histograms(chunk, shift=shift, digit=digit, wanted=wanted):
+            w = weights_of(chunk)
+            keep = w > 0
+            values = chunk.s if transform is None else transform(chunk.s)
+            keys = float_keys(values[keep])
+            w = np.ones(keys.shape[0]) if by_count else w[keep]
+            digits = ((keys >> shift) & np.uint64(0xFFFF)).astype(np.int64)
+            out = {}
+            for prefix in wanted:
+                if digit == 0:
+                    mask = slice(None)
+                else:
+                    mask = (keys >> (shift + np.uint64(_DIGIT_BITS))) == np.uint64(prefix)
+                out[prefix] = np.bincount(digits[mask], weights=w[mask], minlength=1 << 16)
+            return _Histograms(out)
+
+        hist = source.reduce(histograms).hists
+        for j in range(probs.shape[0]):
+            h = hist[int(prefixes[j])]
+            present = np.flatnonzero(h > 0)
+            cum = below[j] + np.cumsum(h[present])
+            k = min(int(np.searchsorted(cum, targets[j], side="left")), present.shape[0] - 1)
+            below[j] = cum[k - 1] if k > 0 else below[j]
+            prefixes[j] = (prefixes[j] << np.uint64(_DIGIT_BITS)) | np.uint64(present[k])
+    return key_floats(prefixes)
+
+
+@dataclass
+class _Histograms:
+    hists: dict
+
+    def __add__(self, other: _Histograms) -> _Histograms:
+        out = dict(self.hists)
+        for key, value in other.hists.items():
+            out[key] = out[key] + value if key in out else value
+        return _Histograms(out)

@@ -131,7 +131,7 @@ def transform_params(kind: str, lo: float, hi: float, quantiles, n_knots: int = 
 
     ``quantiles`` returns the weighted quantiles of the scores at the levels
     ``probs``: in memory by sorting, elsewhere by passes over the data
-    (:func:`bernonnx._passes.weighted_quantiles`).
+    (:func:`bernonnx._core.quantiles.weighted_quantiles`).
     """
     if kind == "minmax":
         return {"shift": lo, "scale": _slope(1.0, hi - lo)}

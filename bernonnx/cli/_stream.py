@@ -4,7 +4,7 @@ A small Parquet file loads like a CSV (:func:`_load_parquet`). A large one
 (``--stream``, by default above :data:`STREAM_ROWS` rows) is never held in
 memory: :func:`_scan` reads it once for the labels, the score range and a
 sample of rows, every fit reads it in passes (``calibrator._fit_source`` on a
-:class:`bernonnx._parquet.ParquetSource`), and ``compare`` adds its held-out
+:class:`bernonnx._core.parquet.ParquetSource`), and ``compare`` adds its held-out
 metrics up in one more pass (:func:`_evaluate_streamed`).
 
 The held-out rows of a streamed ``compare`` are chosen by a hash of the row's
@@ -43,9 +43,9 @@ def _is_parquet(path: Path) -> bool:
 
 
 def _source(args, progress: _Progress | None = None, what: str = "", **kwargs):
-    """A :class:`~bernonnx._parquet.ParquetSource` over the file of ``args``."""
+    """A :class:`~bernonnx._core.parquet.ParquetSource` over the file of ``args``."""
     try:
-        from bernonnx import _parquet
+        from bernonnx._core import parquet as _parquet
 
         _parquet.require_pyarrow()
     except ImportError as exc:
@@ -264,7 +264,7 @@ def _bounded(method: _Method) -> bool:
     Not so for the fits on a table of the distinct scores (isotonic, histogram):
     with continuous scores it has about one entry per row.
     """
-    from bernonnx._passes import TableFitMixin
+    from bernonnx._base import TableFitMixin
 
     return _streamable(method) and not (
         method.make is not None and isinstance(method.make(), TableFitMixin)

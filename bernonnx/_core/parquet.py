@@ -1,4 +1,4 @@
-"""A Parquet file as a fit's :class:`~bernonnx._passes.Source`: passes over its row batches.
+"""A Parquet file as a fit's :class:`~bernonnx._core.chunks.Source`: passes over its row batches.
 
 Each :meth:`ParquetSource.reduce` reads the file once, in batches of
 ``batch_rows`` rows and only the columns it needs (pyarrow's
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._passes import Chunk, add_all
+from .chunks import Chunk, add_all
 
 #: Rows per batch read from the file.
 BATCH_ROWS = 1 << 20

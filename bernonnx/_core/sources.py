@@ -1,10 +1,10 @@
 """Fits as passes over chunks of rows: the one implementation behind every engine.
 
-A :class:`Source` holds ``(score, label, weight)`` rows in chunks it can read
-again: in-memory arrays (:class:`ArraySource`), the partitions of a Dask
+A :class:`~bernonnx._core.chunks.Source` holds ``(score, label, weight)`` rows in
+chunks it can read again: in-memory arrays (:class:`ArraySource`), the partitions of a Dask
 collection (:mod:`bernonnx.dask`), a Spark DataFrame (:mod:`bernonnx.spark`)
-or the row groups of a Parquet file (``bernonnx._parquet``, read by the CLI). It offers one
-operation, :meth:`Source.reduce`: apply a function to every chunk and add
+or the row groups of a Parquet file (:mod:`bernonnx._core.parquet`, read by the CLI). It
+offers one operation, ``reduce``: apply a function to every chunk and add
 the results. A fit reads the data through nothing else, so each engine
 contributes only the way it runs a function on its chunks.
 
@@ -13,8 +13,9 @@ same quantities in the same way; only the order of additions differs (about
 1e-16 relative). A Bernstein fit (``BernsteinCalibrator._fit_source``):
 
 1. :func:`summarise`: counts, classes, weight per class, score range;
-2. the transform's weighted quantiles, exactly (:func:`weighted_quantiles`,
-   four radix passes on the order-preserving integer keys of the scores);
+2. the transform's weighted quantiles, exactly
+   (:func:`~bernonnx._core.quantiles.weighted_quantiles`, four radix passes on the
+   order-preserving integer keys of the scores);
 3. the per-fold bins of the degree search (folds by a hash of the row's
    position, :func:`bernonnx._core.points.fold_of`): the same folds as in memory;
 4. the final fit, by the fitting core itself on :class:`RowPasses`: the
@@ -24,84 +25,19 @@ same quantities in the same way; only the order of additions differs (about
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ._core import basis as bern
-from ._core.points import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
-from ._core.quantiles import _SLACK
-from ._validation import _finite_or_raise, fit_inputs
+from bernonnx._validation import _finite_or_raise
+
+from . import basis as bern
+from .chunks import Chunk, Source, add, add_all, target_of, weights_of
+from .points import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
 
 #: Rows per chunk of an :class:`ArraySource`.
 CHUNK_ROWS = 1 << 20
-
-
-class Chunk(NamedTuple):
-    """Rows ``start, ..., start + len(s) - 1`` of the data.
-
-    ``s``: float64 scores; ``y``: labels as given; ``w``: float64 weights or
-    ``None`` (all ones).
-    """
-
-    s: np.ndarray
-    y: np.ndarray
-    w: np.ndarray | None
-    start: int
-
-
-class Source(Protocol):
-    """Rows in chunks that can be read again; see the module docstring."""
-
-    def reduce(self, fn: Callable[[Chunk], object]) -> object:
-        """``fn(chunk)`` of every chunk, added with ``+`` (in any order)."""
-
-
-def add(a, b):
-    """``a + b`` through tuples and lists (element by element) and ``None`` (absent)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if isinstance(a, (tuple, list)):
-        return type(a)(add(x, y) for x, y in zip(a, b, strict=True))
-    return a + b
-
-
-class Adder:
-    """Adds results as a binary counter adds bits: pairwise, in arrival order.
-
-    Two sums of ``2^k`` results each make one of ``2^(k+1)``, so each result
-    takes part in about ``log2(results)`` additions, not one per later result:
-    this matters for summaries that grow with the rows (the distinct-score
-    tables of the isotonic and histogram fits), whose additions cost their size.
-    """
-
-    def __init__(self):
-        self.stack: list[tuple[int, object]] = []
-
-    def push(self, value) -> None:
-        level = 0
-        while self.stack and self.stack[-1][0] == level:
-            value = add(self.stack.pop()[1], value)
-            level += 1
-        self.stack.append((level, value))
-
-    def total(self):
-        out = None
-        for _, value in self.stack:
-            out = add(out, value)
-        return out
-
-
-def add_all(values) -> object:
-    """The sum of ``values`` (an iterable), added pairwise (:class:`Adder`)."""
-    adder = Adder()
-    for value in values:
-        adder.push(value)
-    return adder.total()
 
 
 @dataclass
@@ -272,15 +208,6 @@ class PassCheck:
             )
 
 
-def lazy_source(X, y, sample_weight) -> Source | None:
-    """A :class:`Source` over a Dask collection ``X``, else ``None`` (in-memory data)."""
-    if type(X).__module__.split(".")[0] == "dask":
-        from .dask import dask_source
-
-        return dask_source(X, y, sample_weight)
-    return None
-
-
 # --------------------------------------------------------------------------
 # pass 1: what the data hold
 # --------------------------------------------------------------------------
@@ -394,15 +321,6 @@ def summarise(source: Source, estimator_name: str) -> Described:
     )
 
 
-def target_of(chunk: Chunk, classes: np.ndarray) -> np.ndarray:
-    """0/1 float target of a chunk's labels."""
-    return (chunk.y == classes[1]).astype(np.float64)
-
-
-def weights_of(chunk: Chunk) -> np.ndarray:
-    return np.ones(chunk.s.shape[0]) if chunk.w is None else chunk.w
-
-
 # --------------------------------------------------------------------------
 # distinct scores: the exact statistics of isotonic and histogram fits
 # --------------------------------------------------------------------------
@@ -457,113 +375,6 @@ class ScoreTable:
         s = np.concatenate([self.s[neg], self.s[pos]])
         target = np.concatenate([np.zeros(int(neg.sum())), np.ones(int(pos.sum()))])
         return s, target, np.concatenate([self.w0[neg], self.w1[pos]])
-
-
-class SourceFitMixin:
-    """``fit``'s dispatch of a one-score calibrator: a Dask collection or in-memory rows.
-
-    The class implements ``_fit_rows(s, target, w)`` (float64 scores, 0/1
-    target, positive weights) and ``_fit_source(source)``.
-    """
-
-    def _fit_any(self, X, y, sample_weight):
-        vars(self).pop("stats_", None)  # a fit starts afresh: partial_fit's statistics go
-        source = lazy_source(X, y, sample_weight)
-        if source is not None:
-            return self._fit_source(source)
-        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
-
-
-class TableFitMixin(SourceFitMixin):
-    """``_fit_source`` of a calibrator whose fit reads rows that weights may replace:
-    a source is reduced to a :class:`ScoreTable` in one pass and fitted as its rows."""
-
-    def _fit_source(self, source):
-        described = summarise(source, type(self).__name__)
-        table = source.reduce(lambda chunk: ScoreTable.of_chunk(chunk, described.classes))
-        self.classes_, self.n_features_in_ = described.classes, 1
-        return self._fit_rows(*table.rows())
-
-
-# --------------------------------------------------------------------------
-# exact weighted quantiles
-# --------------------------------------------------------------------------
-
-_DIGIT_BITS = 16
-_DIGITS = 64 // _DIGIT_BITS
-
-
-def float_keys(x: np.ndarray) -> np.ndarray:
-    """Order-preserving uint64 keys of float64 values (``-0.0`` as ``0.0``)."""
-    bits = (np.asarray(x, dtype=np.float64) + 0.0).view(np.uint64)
-    negative = (bits >> np.uint64(63)).astype(bool)
-    return np.where(negative, ~bits, bits | np.uint64(1 << 63))
-
-
-def key_floats(keys: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`float_keys`."""
-    keys = np.asarray(keys, dtype=np.uint64)
-    positive = (keys >> np.uint64(63)).astype(bool)
-    return np.where(positive, keys & np.uint64((1 << 63) - 1), ~keys).view(np.float64)
-
-
-def weighted_quantiles(source: Source, probs, described: Described, transform=None) -> np.ndarray:
-    """:func:`~bernonnx._core.quantiles.weighted_quantile` of the positive-weight rows, exactly.
-
-    The values are ``transform(chunk.s)`` (the scores by default). A radix
-    select on :func:`float_keys`: four passes, each adding per-chunk
-    histograms of the next 16 bits of the keys that share the prefix found so
-    far (one histogram per distinct prefix). Chooses, like the in-memory
-    function, the smallest value whose cumulative weight reaches ``W (p -
-    slack)``; with few levels and equal weights it counts rows instead, as
-    that function does.
-    """
-    probs = np.asarray(probs, dtype=np.float64)
-    by_count = probs.shape[0] <= 8 and described.equal_weights
-    total = float(described.kept) if by_count else described.weight
-    targets = total * (probs - _SLACK)
-    prefixes = np.zeros(probs.shape[0], dtype=np.uint64)
-    below = np.zeros(probs.shape[0])
-    for digit in range(_DIGITS):
-        shift = np.uint64(64 - _DIGIT_BITS * (digit + 1))
-        wanted = sorted(set(prefixes.tolist()))
-
-        def histograms(chunk, shift=shift, digit=digit, wanted=wanted):
-            w = weights_of(chunk)
-            keep = w > 0
-            values = chunk.s if transform is None else transform(chunk.s)
-            keys = float_keys(values[keep])
-            w = np.ones(keys.shape[0]) if by_count else w[keep]
-            digits = ((keys >> shift) & np.uint64(0xFFFF)).astype(np.int64)
-            out = {}
-            for prefix in wanted:
-                if digit == 0:
-                    mask = slice(None)
-                else:
-                    mask = (keys >> (shift + np.uint64(_DIGIT_BITS))) == np.uint64(prefix)
-                out[prefix] = np.bincount(digits[mask], weights=w[mask], minlength=1 << 16)
-            return _Histograms(out)
-
-        hist = source.reduce(histograms).hists
-        for j in range(probs.shape[0]):
-            h = hist[int(prefixes[j])]
-            present = np.flatnonzero(h > 0)
-            cum = below[j] + np.cumsum(h[present])
-            k = min(int(np.searchsorted(cum, targets[j], side="left")), present.shape[0] - 1)
-            below[j] = cum[k - 1] if k > 0 else below[j]
-            prefixes[j] = (prefixes[j] << np.uint64(_DIGIT_BITS)) | np.uint64(present[k])
-    return key_floats(prefixes)
-
-
-@dataclass
-class _Histograms:
-    hists: dict
-
-    def __add__(self, other: _Histograms) -> _Histograms:
-        out = dict(self.hists)
-        for key, value in other.hists.items():
-            out[key] = out[key] + value if key in out else value
-        return _Histograms(out)
 
 
 # --------------------------------------------------------------------------
