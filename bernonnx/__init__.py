@@ -1,6 +1,7 @@
 """bernonnx: monotone probability calibrators that export exactly to ONNX."""
 
 from . import metrics
+from ._version import __version__
 from .bernstein import BernsteinCalibrator
 from .calibration import CalibratedClassifier
 from .fusion import FusionClassifier
@@ -10,8 +11,6 @@ from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
 from .temperature import TemperatureCalibrator
 from .temperature_bernstein import TemperatureBernsteinCalibrator
-
-__version__ = "0.1.0.dev0"
 
 __all__ = [
     "BernsteinCalibrator",

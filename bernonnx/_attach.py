@@ -26,8 +26,8 @@ import onnx
 import skl2onnx
 from onnx import TensorProto, compose, helper, version_converter
 
-from bernonnx import __version__
 from bernonnx._registry import entry_for
+from bernonnx._version import __version__
 from bernonnx.converters._graph import MIN_OPSET
 
 from .export.convert import _describe, to_onnx

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bernonnx import __version__
+from bernonnx._version import __version__
 
 from ._base import _EXIT_HELP, InputError
 from ._methods import _METHOD_LIST, _methods_help

@@ -20,7 +20,7 @@ from skl2onnx import convert_sklearn
 from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, StringTensorType
 from sklearn.pipeline import Pipeline
 
-from bernonnx import __version__
+from bernonnx._version import __version__
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 
