@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ._core.chunks import Source
 from ._core.sources import ScoreTable, summarise
-from ._validation import fit_inputs, predict_scores
+from ._validation import check_scores, fit_inputs, predict_scores, single_score
+from .stats import check_classes, one_class_message, stats_for
 
 
 class PositiveProbaMixin:
@@ -81,7 +83,7 @@ class _ScoreCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     """
 
     def _positive_proba(self, X):
-        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx.stats.PartialFitMixin)
+        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx._base.PartialFitMixin)
         check_is_fitted(self)
         s = predict_scores(self, X)
         # evaluated in float64 (a float32 score is exact in float64), then cast back
@@ -121,3 +123,108 @@ class TableFitMixin(SourceFitMixin):
         table = source.reduce(lambda chunk: ScoreTable.of_chunk(chunk, described.classes))
         self.classes_, self.n_features_in_ = described.classes, 1
         return self._fit_rows(*table.rows())
+
+
+#: What ``partial_fit`` keeps across chunks: the statistics and what the first chunk fixed.
+_KEPT = frozenset({"stats_", "classes_", "n_features_in_", "feature_names_in_"})
+
+
+def _fitted_attributes(obj) -> list[str]:
+    return [k for k in vars(obj) if k.endswith("_") and not k.startswith("_") and k not in _KEPT]
+
+
+class PartialFitMixin:
+    """``partial_fit`` from :func:`stats_for` statistics kept in ``stats_``; lazy fit.
+
+    ``partial_fit`` only updates the statistics. The fit from them happens once,
+    on first use after an update: ``predict_proba``, ``predict``, or reading a
+    fitted attribute (``coef_``, ``degree_``, ...: what the ONNX converter reads),
+    so a stream of chunks costs one fit, not one per chunk.
+    """
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a chunk of rows to the statistics; the fit follows on first use.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, 1)
+            Scores of the chunk.
+        y : array-like of shape (n_samples,)
+            Labels of the chunk.
+        classes : array-like of shape (2,), default=None
+            The two classes; needed on the first call when its chunk may hold
+            one class only (scikit-learn's convention), ignored afterwards.
+            Chunks of one class are accepted; the calibrator is fitted once both
+            classes have positive weight (before, it raises ``NotFittedError``).
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        See :mod:`bernonnx.stats` for what is kept and the precision: the
+        statistics live in ``stats_`` (mergeable, serialisable). ``fit`` starts
+        afresh and keeps no statistics of its rows (a fitted calibrator would
+        otherwise carry its calibration data), so ``partial_fit`` after ``fit``
+        is refused with a ``ValueError``.
+        """
+        first = "stats_" not in vars(self)
+        name = type(self).__name__
+        if first and "classes_" in vars(self):
+            raise ValueError(
+                f"partial_fit cannot continue a {name} fitted by fit: fit keeps no "
+                "statistics of its rows, so they would be dropped. Stream every chunk "
+                "through partial_fit of an unfitted calibrator (sklearn.base.clone), or "
+                "fit on all the rows at once"
+            )
+        if first:
+            self._validate_params()  # scikit-learn's check of _parameter_constraints
+        arr, y = check_scores(self, X, reset=first, y=y)
+        scores = single_score(self, arr)
+        stats = stats_for(self, check_classes(y, classes)) if first else self.stats_
+        before = stats.rows
+        stats.update(scores, y, sample_weight)
+        if first:
+            self.stats_, self.classes_ = stats, stats.classes
+        if stats.rows != before:
+            for key in _fitted_attributes(self):
+                delattr(self, key)
+        return self
+
+    def _refit_if_stale(self):
+        """Fit from ``stats_`` if it changed since the last fit (no-op after ``fit``)."""
+        stats = vars(self).get("stats_")
+        if stats is None or vars(self).get("_fitted_on") == (id(stats), stats.rows):
+            return
+        negative, positive = stats.class_weights()
+        if not (negative > 0 and positive > 0):
+            what = one_class_message(stats, negative, positive)
+            raise NotFittedError(f"{what}: partial_fit more rows before using it")
+        fitted = stats.fit()
+        for key in _fitted_attributes(self):
+            delattr(self, key)
+        for key in _fitted_attributes(fitted):
+            setattr(self, key, getattr(fitted, key))
+        self._fitted_on = (id(stats), stats.rows)
+
+    def __sklearn_is_fitted__(self) -> bool:
+        stats = vars(self).get("stats_")
+        if stats is None:  # scikit-learn's rule
+            return any(k.endswith("_") and not k.startswith("__") for k in vars(self))
+        if vars(self).get("_fitted_on") == (id(stats), stats.rows):
+            return True
+        negative, positive = stats.class_weights()
+        return negative > 0 and positive > 0
+
+    def __getattr__(self, name: str):
+        # reached only for a missing attribute: a fitted one that partial_fit made stale
+        # is fitted here, so whoever reads it (the ONNX converter, plots) gets the fit
+        state = self.__dict__
+        if name.endswith("_") and not name.startswith("_") and name not in _KEPT:
+            if "stats_" in state:
+                self._refit_if_stale()
+                if name in state:
+                    return state[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

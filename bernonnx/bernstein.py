@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import OneScoreMixin, lazy_source
+from ._base import OneScoreMixin, PartialFitMixin, lazy_source
 from ._core.basis import logistic_eta_blocks
 from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
 from ._core.newton import (
@@ -38,7 +38,6 @@ from ._params import (
     forget_optional_attributes,
 )
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
-from .stats import PartialFitMixin
 
 __all__ = ["BernsteinCalibrator"]
 
@@ -300,7 +299,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
 
     def _probabilities(self, X, pair: bool):
         """``p`` (shape ``(n,)``) or ``[1 - p, p]`` (``pair``), in the dtype of the scores."""
-        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx.stats.PartialFitMixin)
+        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx._base.PartialFitMixin)
         check_is_fitted(self)
         s = predict_scores(self, X)
         params = {k: getattr(self, k + "_") for k in TRANSFORM_KEYS if hasattr(self, k + "_")}

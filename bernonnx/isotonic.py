@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import TableFitMixin, _ScoreCalibrator
+from ._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
 from ._core.transforms import rescale, score_exponent
 from ._validation import StrOptions, _fit_context
-from .stats import PartialFitMixin
 
 __all__ = ["IsotonicCalibrator"]
 

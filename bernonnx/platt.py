@@ -15,12 +15,11 @@ from numbers import Real
 import numpy as np
 from scipy.special import expit
 
-from ._base import SourceFitMixin, _ScoreCalibrator
+from ._base import PartialFitMixin, SourceFitMixin, _ScoreCalibrator
 from ._core.chunks import target_of, weights_of
 from ._core.sources import summarise
 from ._core.transforms import clipped_log_odds, rescale, score_exponent
 from ._validation import Interval, _fit_context
-from .stats import PartialFitMixin
 
 __all__ = ["PlattCalibrator"]
 
