@@ -6,7 +6,16 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import OneScoreMixin, PartialFitMixin, lazy_source
+from ._base import (
+    AUTO_DEGREES,
+    MAX_DEGREE,
+    PARAMETER_CONSTRAINTS,
+    TRANSFORM_KEYS,
+    OneScoreMixin,
+    PartialFitMixin,
+    forget_optional_attributes,
+    lazy_source,
+)
 from ._core.basis import logistic_eta_blocks
 from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
 from ._core.newton import (
@@ -29,13 +38,6 @@ from ._core.transforms import (
     rescale,
     score_exponent,
     transform_params,
-)
-from ._params import (
-    AUTO_DEGREES,
-    MAX_DEGREE,
-    PARAMETER_CONSTRAINTS,
-    TRANSFORM_KEYS,
-    forget_optional_attributes,
 )
 from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
 

@@ -19,19 +19,19 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import PositiveProbaMixin
+from ._base import (
+    AUTO_DEGREES,
+    MAX_DEGREE,
+    PARAMETER_CONSTRAINTS,
+    TRANSFORM_KEYS,
+    PositiveProbaMixin,
+    forget_optional_attributes,
+)
 from ._core.degree import fit_degree
 from ._core.newton import TENSOR, box, constant_level, predict, single_blas_thread
 from ._core.points import Points
 from ._core.qp import Lattice
 from ._core.transforms import apply_transform, fit_transform_params, rescale, score_exponent
-from ._params import (
-    AUTO_DEGREES,
-    MAX_DEGREE,
-    PARAMETER_CONSTRAINTS,
-    TRANSFORM_KEYS,
-    forget_optional_attributes,
-)
 from ._validation import _finite_or_raise, _fit_context, labelled_rows
 
 __all__ = ["MultivariateBernsteinCalibrator"]

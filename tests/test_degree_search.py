@@ -22,12 +22,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 
 from bernonnx import BernsteinCalibrator
+from bernonnx._base import AUTO_DEGREES
 from bernonnx._core.degree import fold_bins, mean_log_loss, select_degree_by_steps
 from bernonnx._core.newton import CURVE, FITS, box, predict
 from bernonnx._core.points import Points, points_from_sums
 from bernonnx._core.qp import Chain
 from bernonnx._core.transforms import apply_transform
-from bernonnx._params import AUTO_DEGREES
 
 
 def _real(name, model, method):

@@ -60,7 +60,7 @@ from bernonnx import (
     PlattCalibrator,
     PlattHistogramCalibrator,
 )
-from bernonnx._params import MAX_DEGREE
+from bernonnx._base import MAX_DEGREE
 from bernonnx.converters import register_converters
 from bernonnx.converters.exact_trees import round_down_float32
 from bernonnx.export import check_parity, onnx_inputs, to_onnx
