@@ -28,6 +28,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.lib import format as npy
 
+from ._registry import CALIBRATORS, resolve
+
 #: Bytes of the JSON header, at most.
 MAX_HEADER_BYTES = 1 << 20
 #: A blob may always expand to this many bytes: the largest fixed-size statistics
@@ -310,3 +312,83 @@ def decode_classes(header: dict) -> np.ndarray:
             f"(negative, positive), got {show.repr(values)} ({classes.dtype})"
         )
     return classes
+
+
+# ---- the header of a statistics blob (bernonnx.stats)
+
+#: Version of the blobs of :meth:`CalibrationStats.to_bytes`; others are refused.
+FORMAT_VERSION = 3
+STATS_FORMAT = "bernonnx.stats"
+#: Row counts in a blob's header stay below this (float64 counts them exactly).
+_MAX_INT = 1 << 53
+
+_HEADER_KEYS = {
+    "format",
+    "version",
+    "kind",
+    "calibrator",
+    "params",
+    "classes",
+    "classes_dtype",
+    "rows",
+    "arrays",
+}
+
+
+def open_header(header: dict) -> tuple[object, dict[str, tuple]]:
+    """Empty statistics of the calibrator a header names, and its arrays' shapes.
+
+    The statistics type is the one the calibrator's registry entry names
+    (``bernonnx.stats.BernsteinStats`` or ``ScoreStats``); nothing else is looked up.
+    """
+    if header.get("format") != STATS_FORMAT:
+        bad(f"format {show.repr(header.get('format'))}: not a bernonnx statistics blob")
+    if header.get("version") != FORMAT_VERSION:
+        bad(
+            f"format version {show.repr(header.get('version'))} is unknown; this bernonnx "
+            f"reads version {FORMAT_VERSION} (save the statistics again with it)"
+        )
+    name = header.get("calibrator")
+    entries = [e for e in CALIBRATORS if e.stats is not None]
+    entry = next((e for e in entries if e.name == name), None)
+    if entry is None:
+        bad(
+            f"calibrator {show.repr(name)} has no streaming statistics; those with "
+            f"statistics: {', '.join(e.name for e in entries)}"
+        )
+    kind = resolve(entry.stats)
+    if header.get("kind") != kind.__name__:
+        bad(f"kind {show.repr(header.get('kind'))} is not that of {name} ({kind.__name__})")
+    unknown = set(header) - _HEADER_KEYS - kind.HEADER_KEYS
+    missing = (_HEADER_KEYS | kind.HEADER_KEYS) - set(header)
+    if unknown or missing:
+        bad(f"keys {sorted(missing)} missing, {show.repr(sorted(unknown))} unexpected")
+    stats = kind(_calibrator(entry.load(), header.get("params")), decode_classes(header))
+    stats.rows = integer(header, "rows", 0, _MAX_INT)
+    declared = header["arrays"]
+    if not isinstance(declared, dict) or not all(
+        isinstance(v, list) and len(v) <= 3 and all(type(d) is int and d >= 0 for d in v)
+        for v in declared.values()
+    ):
+        bad(f"arrays must map names to shapes, got {show.repr(declared)}")
+    shapes = stats._declared(header, declared)
+    if declared != {k: list(v) for k, v in shapes.items()}:
+        bad(f"arrays {show.repr(declared)} are not those of the statistics: {shapes}")
+    return stats, shapes
+
+
+def _calibrator(cls: type, params):
+    """``cls(**params)`` for the class's own parameters only, validated by the class."""
+    own = cls().get_params(deep=False)
+    if not isinstance(params, dict) or set(params) - set(own):
+        extra = set(params) - set(own) if isinstance(params, dict) else params
+        bad(f"params of {cls.__name__} must be among {sorted(own)}, got {show.repr(extra)}")
+    decoded = {key: decode_param(value, key, 0) for key, value in params.items()}
+    estimator = cls(**decoded)
+    try:
+        estimator._validate_params()  # scikit-learn's check of _parameter_constraints
+        if hasattr(estimator, "_candidate_degrees"):
+            estimator._candidate_degrees()
+    except (ValueError, TypeError) as exc:
+        bad(f"params of {cls.__name__} refused: {exc}")
+    return estimator

@@ -361,3 +361,61 @@ def positives_among_classes(y, classes: np.ndarray, n: int) -> np.ndarray:
             f"classes_ {classes.tolist()}"
         )
     return (labels == classes[1]).astype(np.float64)
+
+
+# ---- labels and scores of a stream (bernonnx.stats)
+
+
+def label_array(y, name: str) -> np.ndarray:
+    """``y`` as a 1-D array, missing labels (None, NaN, ``pd.NA``) refused by name."""
+    y = np.asarray(y).reshape(-1)
+    if y.dtype.kind == "f":
+        missing = np.isnan(y)
+    elif y.dtype.kind == "O":
+        missing = np.fromiter(map(is_missing, y), bool, y.shape[0])
+    else:
+        return y
+    if missing.any():
+        raise ValueError(
+            f"{name} has missing labels (None, NaN or pd.NA), e.g. at position "
+            f"{int(np.argmax(missing))}; every row needs one of the two classes"
+        )
+    return y
+
+
+def labels_against(y, classes: np.ndarray, name: str = "y") -> np.ndarray:
+    """0/1 target of ``y`` against two known ``classes``; unknown labels are an error."""
+    y = label_array(y, name)
+    target = y == classes[1]
+    unknown = ~(target | (y == classes[0]))
+    if unknown.any():
+        raise ValueError(
+            f"{name} has labels outside classes {classes.tolist()!r}, e.g. "
+            f"{y[unknown][0]!r}; the classes are fixed by the first update (or classes=)"
+        )
+    return target.astype(np.float64)
+
+
+def float_scores(s, name: str = "scores") -> np.ndarray:
+    """Float64 scores; anything else (``pd.NA``, strings) refused by name."""
+    try:
+        return np.asarray(s, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be real numbers (missing values such as pd.NA or None are not "
+            f"scores): {exc}"
+        ) from None
+
+
+def check_classes(y, classes) -> np.ndarray:
+    """The two classes of a stream: ``classes`` if given, else those of the first ``y``."""
+    given = classes is not None
+    values = np.unique(label_array(classes if given else y, "classes" if given else "y"))
+    if values.shape[0] != 2:
+        where = "classes" if given else "y of the first chunk"
+        raise ValueError(
+            f"{where} must hold exactly two classes, got {values.shape[0]} "
+            f"({values[:3].tolist()!r}); pass classes=[negative, positive] to the first "
+            "partial_fit when a chunk may hold one class only"
+        )
+    return values

@@ -64,12 +64,13 @@ import numpy as np
 from sklearn.base import clone
 
 from ._blob import (
+    FORMAT_VERSION,
+    STATS_FORMAT,
     BlobError,
     bad,
-    decode_classes,
-    decode_param,
     encode_classes,
     integer,
+    open_header,
     params_of,
     read,
     show,
@@ -81,7 +82,7 @@ from ._core.quantiles import _SLACK, float_keys
 from ._core.sources import ScoreTable, chunk_arrays
 from ._core.transforms import apply_transform, rescale, score_exponent, transform_params
 from ._registry import CALIBRATORS, entry_for, resolve
-from ._validation import is_missing
+from ._validation import check_classes, float_scores, label_array, labels_against
 
 __all__ = [
     "BUFFER_ROWS",
@@ -94,69 +95,9 @@ __all__ = [
 
 #: Rows a :class:`BernsteinStats` keeps as they are before it fixes its transform.
 BUFFER_ROWS = 1 << 20
-#: Version of the blobs of :meth:`CalibrationStats.to_bytes`; others are refused.
-FORMAT_VERSION = 3
-_FORMAT = "bernonnx.stats"
 #: Rows that wait, once the transform is fixed, to be binned together (a stream of
 #: single rows would otherwise pay the binning's fixed cost per row).
 PENDING_ROWS = 1 << 16
-#: Row counts in a blob's header stay below this (float64 counts them exactly).
-_MAX_INT = 1 << 53
-
-
-def _label_array(y, name: str) -> np.ndarray:
-    """``y`` as a 1-D array, missing labels (None, NaN, ``pd.NA``) refused by name."""
-    y = np.asarray(y).reshape(-1)
-    if y.dtype.kind == "f":
-        missing = np.isnan(y)
-    elif y.dtype.kind == "O":
-        missing = np.fromiter(map(is_missing, y), bool, y.shape[0])
-    else:
-        return y
-    if missing.any():
-        raise ValueError(
-            f"{name} has missing labels (None, NaN or pd.NA), e.g. at position "
-            f"{int(np.argmax(missing))}; every row needs one of the two classes"
-        )
-    return y
-
-
-def _labels(y, classes: np.ndarray, name: str = "y") -> np.ndarray:
-    """0/1 target of ``y`` against two known ``classes``; unknown labels are an error."""
-    y = _label_array(y, name)
-    target = y == classes[1]
-    unknown = ~(target | (y == classes[0]))
-    if unknown.any():
-        raise ValueError(
-            f"{name} has labels outside classes {classes.tolist()!r}, e.g. "
-            f"{y[unknown][0]!r}; the classes are fixed by the first update (or classes=)"
-        )
-    return target.astype(np.float64)
-
-
-def _scores(s, name: str = "scores") -> np.ndarray:
-    """Float64 scores; anything else (``pd.NA``, strings) refused by name."""
-    try:
-        return np.asarray(s, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be real numbers (missing values such as pd.NA or None are not "
-            f"scores): {exc}"
-        ) from None
-
-
-def check_classes(y, classes) -> np.ndarray:
-    """The two classes of a stream: ``classes`` if given, else those of the first ``y``."""
-    given = classes is not None
-    values = np.unique(_label_array(classes if given else y, "classes" if given else "y"))
-    if values.shape[0] != 2:
-        where = "classes" if given else "y of the first chunk"
-        raise ValueError(
-            f"{where} must hold exactly two classes, got {values.shape[0]} "
-            f"({values[:3].tolist()!r}); pass classes=[negative, positive] to the first "
-            "partial_fit when a chunk may hold one class only"
-        )
-    return values
 
 
 class CalibrationStats:
@@ -169,9 +110,9 @@ class CalibrationStats:
 
     def update(self, scores, y, sample_weight=None):
         """Add rows (1-D scores or one column, labels among ``classes``); returns self."""
-        w = None if sample_weight is None else _scores(sample_weight, "sample_weight")
-        chunk = chunk_arrays(_scores(scores), _label_array(y, "y"), w, self.rows)
-        self._update(chunk.s, _labels(chunk.y, self.classes), chunk.w, self.rows)
+        w = None if sample_weight is None else float_scores(sample_weight, "sample_weight")
+        chunk = chunk_arrays(float_scores(scores), label_array(y, "y"), w, self.rows)
+        self._update(chunk.s, labels_against(chunk.y, self.classes), chunk.w, self.rows)
         self.rows += chunk.s.shape[0]
         return self
 
@@ -214,7 +155,7 @@ class CalibrationStats:
         The bytes are deterministic: equal statistics give equal blobs.
         """
         header = {
-            "format": _FORMAT,
+            "format": STATS_FORMAT,
             "version": FORMAT_VERSION,
             "kind": type(self).__name__,
             "calibrator": type(self.calibrator).__name__,
@@ -244,7 +185,7 @@ class CalibrationStats:
         opened = []
 
         def declared(header):
-            stats, shapes = _open(header)
+            stats, shapes = open_header(header)
             opened.append(stats)
             return shapes
 
@@ -269,76 +210,6 @@ def one_class_message(stats, negative, positive) -> str:
         f"{name} needs both classes {stats.classes.tolist()!r} with positive weight; "
         f"the {stats.rows} rows seen so far have {what}"
     )
-
-
-# ------------------------------------------------------------------ blob header
-
-_HEADER_KEYS = {
-    "format",
-    "version",
-    "kind",
-    "calibrator",
-    "params",
-    "classes",
-    "classes_dtype",
-    "rows",
-    "arrays",
-}
-
-
-def _open(header: dict) -> tuple[CalibrationStats, dict[str, tuple]]:
-    """Empty statistics of the calibrator a header names, and its arrays' shapes."""
-    if header.get("format") != _FORMAT:
-        bad(f"format {show.repr(header.get('format'))}: not a bernonnx statistics blob")
-    if header.get("version") != FORMAT_VERSION:
-        bad(
-            f"format version {show.repr(header.get('version'))} is unknown; this bernonnx "
-            f"reads version {FORMAT_VERSION} (save the statistics again with it)"
-        )
-    name = header.get("calibrator")
-    entries = [e for e in CALIBRATORS if e.stats is not None]
-    entry = next((e for e in entries if e.name == name), None)
-    if entry is None:
-        bad(
-            f"calibrator {show.repr(name)} has no streaming statistics; those with "
-            f"statistics: {', '.join(e.name for e in entries)}"
-        )
-    kind = resolve(entry.stats)
-    if header.get("kind") != kind.__name__:
-        bad(f"kind {show.repr(header.get('kind'))} is not that of {name} ({kind.__name__})")
-    unknown = set(header) - _HEADER_KEYS - kind.HEADER_KEYS
-    missing = (_HEADER_KEYS | kind.HEADER_KEYS) - set(header)
-    if unknown or missing:
-        bad(f"keys {sorted(missing)} missing, {show.repr(sorted(unknown))} unexpected")
-    stats = kind(_calibrator(entry.load(), header.get("params")), decode_classes(header))
-    stats.rows = integer(header, "rows", 0, _MAX_INT)
-    declared = header["arrays"]
-    if not isinstance(declared, dict) or not all(
-        isinstance(v, list) and len(v) <= 3 and all(type(d) is int and d >= 0 for d in v)
-        for v in declared.values()
-    ):
-        bad(f"arrays must map names to shapes, got {show.repr(declared)}")
-    shapes = stats._declared(header, declared)
-    if declared != {k: list(v) for k, v in shapes.items()}:
-        bad(f"arrays {show.repr(declared)} are not those of the statistics: {shapes}")
-    return stats, shapes
-
-
-def _calibrator(cls: type, params):
-    """``cls(**params)`` for the class's own parameters only, validated by the class."""
-    own = cls().get_params(deep=False)
-    if not isinstance(params, dict) or set(params) - set(own):
-        extra = set(params) - set(own) if isinstance(params, dict) else params
-        bad(f"params of {cls.__name__} must be among {sorted(own)}, got {show.repr(extra)}")
-    decoded = {key: decode_param(value, key, 0) for key, value in params.items()}
-    estimator = cls(**decoded)
-    try:
-        estimator._validate_params()  # scikit-learn's check of _parameter_constraints
-        if hasattr(estimator, "_candidate_degrees"):
-            estimator._candidate_degrees()
-    except (ValueError, TypeError) as exc:
-        bad(f"params of {cls.__name__} refused: {exc}")
-    return estimator
 
 
 class ScoreStats(CalibrationStats):

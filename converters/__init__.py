@@ -37,8 +37,8 @@ def register_converters() -> None:
     from skl2onnx import update_registered_converter
     from skl2onnx.common._registration import register_converter, register_shape_calculator
 
-    from bernonnx import CalibratedClassifier, FusionClassifier
     from bernonnx._registry import CALIBRATORS
+    from bernonnx.calibration import CalibratedClassifier
     from bernonnx.converters._classifier import (
         CLASSIFIER_OPTIONS,
         calculate_classifier_output_shapes,
@@ -59,6 +59,7 @@ def register_converters() -> None:
         convert_fusion_stage,
         parse_fusion_classifier,
     )
+    from bernonnx.fusion import FusionClassifier
 
     for entry in CALIBRATORS:
         update_registered_converter(

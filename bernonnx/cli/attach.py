@@ -62,7 +62,7 @@ def _fit(method, S: np.ndarray, labels: list[str], args):
 
 
 def _cmd_attach(args, progress: _Progress) -> int:
-    from bernonnx import attach
+    from bernonnx._attach import attach
     from bernonnx.deploy import write_triton_repository
 
     method, out, name, outputs = _graph_outputs(args)
