@@ -17,6 +17,8 @@ the shared MAGIC and credit data) and generated ones.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _realdata import DataMissing, calibration_scores
@@ -426,3 +428,27 @@ def test_partial_fit_errors():
         from bernonnx import TemperatureCalibrator
 
         stats_for(TemperatureCalibrator(), [0, 1])
+
+
+@pytest.mark.parametrize(
+    "name, calibrator",
+    [("bernstein", BernsteinCalibrator(degree=4)), ("isotonic", IsotonicCalibrator())],
+)
+def test_format_3_blobs_written_before_the_core_moved_still_load(name, calibrator):
+    # written at fd89a86, before bernonnx/_core/ (issue 23), from these same rows: the blob
+    # must load, re-save byte for byte, and equal what this version writes for the rows
+    blob = (Path(__file__).parent / "data" / f"stats_v3_{name}.blob").read_bytes()
+    rng = np.random.default_rng(23)
+    s = np.round(rng.normal(size=400), 3)
+    y = (rng.random(400) < 1 / (1 + np.exp(-2 * s))).astype(int)
+    w = rng.integers(1, 3, 400).astype(float)
+    fresh = stats_for(calibrator, [0, 1])
+    for i in range(0, 400, 150):
+        fresh.update(s[i : i + 150], y[i : i + 150], w[i : i + 150])
+    loaded = CalibrationStats.from_bytes(blob)
+    assert loaded.to_bytes() == blob
+    assert fresh.to_bytes() == blob
+    grid = np.linspace(-3, 3, 61)
+    np.testing.assert_array_equal(
+        loaded.fit().predict_proba(grid), fresh.fit().predict_proba(grid)
+    )
