@@ -16,7 +16,7 @@ One command writes ``benchmarks/scale.md``:
 3. **Per 1e7 rows, against the in-memory fit.** In one child process: the
    first 1e7 rows read into numpy arrays, then the ordinary in-memory ``fit``
    of them, and the streamed fit of the same arrays through
-   ``_passes.ArraySource`` (the passes without the file reading). The
+   ``_core.sources.ArraySource`` (the passes without the file reading). The
    streamed file fit's time per 1e7 rows is divided by each.
 4. **Dask.** ``distributed.LocalCluster`` with 1 and then 2 workers (one
    thread each), ``dask.dataframe.read_parquet(..., split_row_groups=True)`` of

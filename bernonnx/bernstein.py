@@ -235,7 +235,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         return self._fit_points(exponent, params, points, folds)
 
     def _fit_source(self, source):
-        """Fit on the rows of a ``_passes.Source`` in passes: the same fit as in memory."""
+        """Fit on the rows of a ``_core.chunks.Source`` in passes: the same fit as in memory."""
         self._candidate_degrees()
         described = summarise(source, type(self).__name__)
         self.classes_, self.n_features_in_ = described.classes, 1

@@ -81,7 +81,7 @@ def _as_array(x, name: str):
 
 
 class DaskSource:
-    """The partitions of Dask scores, labels and weights as a ``_passes.Source``."""
+    """The partitions of Dask scores, labels and weights as a ``_core.chunks.Source``."""
 
     def __init__(self, X, y, sample_weight=None):
         if y is None:
@@ -132,7 +132,7 @@ class DaskSource:
 
 
 def dask_source(X, y, sample_weight=None) -> DaskSource:
-    """A ``_passes.Source`` over Dask scores ``X``, labels ``y`` and weights."""
+    """A ``_core.chunks.Source`` over Dask scores ``X``, labels ``y`` and weights."""
     return DaskSource(X, y, sample_weight)
 
 

@@ -58,7 +58,7 @@ class _Rows:
 
     ``each(fn)`` is the sum of ``fn(t, target, w)`` over the chunks of the
     rows: one call on in-memory arrays (:func:`_in_memory`), one pass over a
-    ``_passes.Source`` otherwise (``PlattCalibrator._fit_source``). ``lo``,
+    ``_core.chunks.Source`` otherwise (``PlattCalibrator._fit_source``). ``lo``,
     ``hi``: the range of ``t``; ``n_pos``, ``n_neg``: the weight per class.
     """
 
@@ -172,7 +172,7 @@ def _set_platt(est, s, target, w):
 
 
 def _set_platt_source(est, source):
-    """:func:`_set_platt` on the rows of a ``_passes.Source``, read in passes."""
+    """:func:`_set_platt` on the rows of a ``_core.chunks.Source``, read in passes."""
     described = summarise(source, type(est).__name__)
     est.classes_, est.n_features_in_ = described.classes, 1
     ends = _platt_feature(np.array([described.lo, described.hi]), est.log_odds, est.eps)
@@ -317,7 +317,7 @@ class PlattCalibrator(PartialFitMixin, SourceFitMixin, _ScoreCalibrator):
         return self
 
     def _fit_source(self, source):
-        """Fit on the rows of a ``_passes.Source`` in passes: the same fit as in memory."""
+        """Fit on the rows of a ``_core.chunks.Source`` in passes: the same fit as in memory."""
         _set_platt_source(self, source)
         return self
 

@@ -1,7 +1,7 @@
 """Fit and apply calibrators on Spark DataFrames (``pip install "bernonnx[spark]"``).
 
 :func:`fit_calibrator` fits :class:`~bernonnx.BernsteinCalibrator` (or
-another calibrator that reads a ``_passes.Source``) on a score column and a
+another calibrator that reads a ``_core.chunks.Source``) on a score column and a
 label column, with an optional weight column, as passes over the
 DataFrame's partitions (:mod:`bernonnx._core.sources`). Each pass is one Spark
 job: ``mapInPandas`` hands every partition to the executors as Arrow
@@ -116,7 +116,7 @@ def _detached() -> _Detached:
 
 
 class SparkSource:
-    """The partitions of a Spark DataFrame as a ``_passes.Source``.
+    """The partitions of a Spark DataFrame as a ``_core.chunks.Source``.
 
     Parameters
     ----------
@@ -127,7 +127,7 @@ class SparkSource:
         booleans or strings).
     weight_col : str, default=None
         A numeric column of non-negative sample weights.
-    chunk_rows : int, default=``_passes.CHUNK_ROWS``
+    chunk_rows : int, default=``_core.sources.CHUNK_ROWS``
         Rows per call of a pass's function: a partition's Arrow batches are
         gathered up to this many rows (Spark's batches hold 10 000 rows by
         default, too few to pay for the per-call work of a pass).

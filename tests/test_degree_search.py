@@ -1,4 +1,4 @@
-"""The 1-D degree search (``_newton.select_degree_by_steps``) against exact fold fits.
+"""The 1-D degree search (``_core.degree.select_degree_by_steps``) against exact fold fits.
 
 The search fits each candidate once on all the folds' bins and takes each fold's fit
 as two Newton steps from there (issue 12: the search was 65 fits per candidate grid, 5 per

@@ -2,7 +2,7 @@
 
 Equality promises checked here (issue 13):
 
-* a fit from a ``_passes.Source`` (the path of Dask, Spark and Parquet) equals the
+* a fit from a ``_core.chunks.Source`` (the path of Dask, Spark and Parquet) equals the
   in-memory fit of the same rows to 1e-9 in probability, same degree picked;
 * the radix-select quantiles equal ``weighted_quantile`` bit for bit;
 * ``partial_fit`` equals ``fit`` while the statistics buffer rows, and past the
