@@ -392,3 +392,18 @@ def _calibrator(cls: type, params):
     except (ValueError, TypeError) as exc:
         bad(f"params of {cls.__name__} refused: {exc}")
     return estimator
+
+
+def stats_header(stats) -> dict:
+    """The header :func:`open_header` reads, of statistics ``stats`` (its kind's own keys too)."""
+    return {
+        "format": STATS_FORMAT,
+        "version": FORMAT_VERSION,
+        "kind": type(stats).__name__,
+        "calibrator": type(stats.calibrator).__name__,
+        "params": params_of(stats.calibrator),
+        "classes": encode_classes(stats.classes),
+        "classes_dtype": None if stats.classes.dtype.kind == "O" else stats.classes.dtype.str,
+        "rows": int(stats.rows),
+        **stats._header(),
+    }

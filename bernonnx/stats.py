@@ -65,22 +65,20 @@ from sklearn.base import clone
 
 from ._blob import (
     FORMAT_VERSION,
-    STATS_FORMAT,
     BlobError,
     bad,
-    encode_classes,
     integer,
     open_header,
     params_of,
     read,
     show,
+    stats_header,
     write,
 )
 from ._core.keybins import MAX_BINS, KeyBins
-from ._core.points import Points, fold_of
-from ._core.quantiles import _SLACK, float_keys
+from ._core.points import fold_of
+from ._core.quantiles import float_keys
 from ._core.sources import ScoreTable, chunk_arrays
-from ._core.transforms import apply_transform, rescale, score_exponent, transform_params
 from ._registry import CALIBRATORS, entry_for, resolve
 from ._validation import check_classes, float_scores, label_array, labels_against
 
@@ -154,18 +152,7 @@ class CalibrationStats:
         of every array; :meth:`from_bytes` checks all of it before reading them.
         The bytes are deterministic: equal statistics give equal blobs.
         """
-        header = {
-            "format": STATS_FORMAT,
-            "version": FORMAT_VERSION,
-            "kind": type(self).__name__,
-            "calibrator": type(self.calibrator).__name__,
-            "params": params_of(self.calibrator),
-            "classes": encode_classes(self.classes),
-            "classes_dtype": None if self.classes.dtype.kind == "O" else self.classes.dtype.str,
-            "rows": int(self.rows),
-            **self._header(),
-        }
-        return write(header, self._arrays())
+        return write(stats_header(self), self._arrays())
 
     @staticmethod
     def from_bytes(blob: bytes) -> CalibrationStats:
@@ -454,40 +441,11 @@ class BernsteinStats(CalibrationStats):
             s, target, w = self._buffer_rows()
             return est.fit(s, self.classes[target.astype(np.intp)], w)
         est.classes_, est.n_features_in_ = self.classes, 1
-        return _fit_bins(est, b)
+        return est._fit_points(*b.points(est.score_transform, est.n_knots))
 
 
 def _rows(chunk: tuple) -> int:
     return chunk[0].shape[0]
-
-
-def _fit_bins(est, bins: KeyBins):
-    """The fit of ``est`` from key bins: the transform as ``fit`` chooses it, then the bins.
-
-    The range is exact; the quantiles are exact where they fall in a bin of one
-    distinct score and interpolated inside the bin otherwise. Each bin and class
-    becomes one point, its weighted mean score through the transform (per fold for
-    a degree search).
-    """
-    kind = est.score_transform
-    exponent = score_exponent(np.array([bins.lo[0], bins.hi[-1]]))
-    lo, hi = rescale(np.array([bins.lo[0], bins.hi[-1]]), exponent)
-    params = transform_params(
-        kind,
-        float(lo),
-        float(hi),
-        lambda p: rescale(bins.quantiles(p, _SLACK), exponent),
-        est.n_knots,
-    )
-    means = rescale(bins.means(), exponent)
-    u = apply_transform(kind, means.reshape(-1), params, with_v=False)[0].reshape(means.shape)
-    shape = bins.wt.shape  # (bins, folds, 2)
-    u = np.broadcast_to(u[:, None, :], shape)
-    y = np.broadcast_to(np.array([0.0, 1.0]), shape)
-    fold = np.broadcast_to(np.arange(shape[1])[None, :, None], shape)
-    keep = bins.wt > 0
-    points = Points(u[keep], 1.0 - u[keep], y[keep], bins.wt[keep])
-    return est._fit_points(exponent, params, points, fold[keep] if shape[1] > 1 else None)
 
 
 def stats_for(calibrator, classes) -> CalibrationStats:

@@ -86,9 +86,9 @@ MAX_LINES = 300
 #: Modules over it today, with their count: they may shrink, not grow (split them next).
 OVERSIZED = {
     "bernonnx._attach": 340,
+    "bernonnx._blob": 306,
     "bernonnx._core.basis": 320,
     "bernonnx.cli._stream": 303,
-    "bernonnx.stats": 327,
 }
 #: Cycles known and being removed: the CLI's loading moves to ``cli/_files.py`` (issue 23,
 #: the CLI's part). Delete the entry when it lands; a new cycle fails at once.

@@ -17,7 +17,7 @@ occupied, drops one more bit (merges neighbouring bins), so:
   function of the rows, whatever their order and chunking, up to the rounding of
   the sums. Merging two summaries is the same union, then coarsening.
 
-What the fit reads from it (:meth:`points`, :meth:`quantiles`) is chosen at fit
+What the fit reads from it (:meth:`KeyBins.points`, :meth:`KeyBins.quantiles`) is chosen at fit
 time, so the score transform comes from all the rows, as ``fit`` chooses it.
 """
 
@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .quantiles import float_keys, key_floats
+from .points import Points
+from .quantiles import _SLACK, float_keys, key_floats
+from .transforms import apply_transform, rescale, score_exponent, transform_params
 
 #: Most occupied bins (memory: ``(2 n_folds + 4) * 8 + 8`` bytes a bin).
 MAX_BINS = 1 << 17
@@ -188,3 +190,31 @@ class KeyBins:
         return np.where(
             self.lo[j] == self.hi[j], self.lo[j], self.lo[j] + frac * (self.hi[j] - self.lo[j])
         )
+
+    def points(self, kind: str, n_knots: int):
+        """What a fit from the bins reads: ``(exponent, params, points, folds)``.
+
+        The transform ``kind`` as ``fit`` chooses it: the range is exact; the
+        quantiles are exact where they fall in a bin of one distinct score and
+        interpolated inside the bin otherwise. Each bin and class becomes one
+        point, its weighted mean score through the transform (per fold for a
+        degree search; ``folds`` is None for one fold).
+        """
+        exponent = score_exponent(np.array([self.lo[0], self.hi[-1]]))
+        lo, hi = rescale(np.array([self.lo[0], self.hi[-1]]), exponent)
+        params = transform_params(
+            kind,
+            float(lo),
+            float(hi),
+            lambda p: rescale(self.quantiles(p, _SLACK), exponent),
+            n_knots,
+        )
+        means = rescale(self.means(), exponent)
+        u = apply_transform(kind, means.reshape(-1), params, with_v=False)[0].reshape(means.shape)
+        shape = self.wt.shape  # (bins, folds, 2)
+        u = np.broadcast_to(u[:, None, :], shape)
+        y = np.broadcast_to(np.array([0.0, 1.0]), shape)
+        fold = np.broadcast_to(np.arange(shape[1])[None, :, None], shape)
+        keep = self.wt > 0
+        points = Points(u[keep], 1.0 - u[keep], y[keep], self.wt[keep])
+        return exponent, params, points, fold[keep] if shape[1] > 1 else None
