@@ -84,10 +84,12 @@ class Rows(Protocol):
 
     :mod:`bernonnx._core.newton` and :mod:`bernonnx._core.degree` take ``Rows``.
     :class:`Points` answers from its arrays; ``bernonnx._core.sources.RowPasses``
-    (the rows of a :class:`~bernonnx._core.sources.Source`, one pass per question)
-    and the degree search's ``_FoldStack`` answer the same questions their own way.
-    ``squared_terms`` and ``logistic_terms`` are those of the one-score basis
-    (:mod:`bernonnx._core.basis`); tensor-product fits read :class:`Points` only.
+    (the rows of a :class:`~bernonnx._core.chunks.Source`, one pass per question)
+    answers the same questions by passes. ``squared_terms`` and ``logistic_terms``
+    are those of the one-score basis (:mod:`bernonnx._core.basis`); tensor-product
+    fits read :class:`Points` only. The 1-D degree search's ``_FoldStack`` stands in
+    for rows in the Newton steps it takes (``rate``, ``logistic_terms``, ``len``)
+    and nowhere else.
     """
 
     #: weighted mean label
