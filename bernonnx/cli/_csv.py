@@ -1,6 +1,7 @@
-"""Reading the command line's input: a CSV of labels and scores, checked cell by cell.
+"""Reading a CSV of labels and scores, checked cell by cell, and the label rules.
 
-Parquet files are read by :mod:`._stream`, with the same label rules (:func:`_binary_rule`).
+Parquet files are read by :mod:`._stream`, with the same label rules (:func:`_binary_rule`);
+:func:`bernonnx.cli._files._load` chooses between the two for every command.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _MISSING_LABELS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 #: non-ASCII digits, which a score column should not hold
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _NON_FINITE = frozenset({"nan", "inf", "infinity"})
+#: label values a label column may hold (more: it is not a label column)
+MAX_LABELS = 1000
 
 
 def _parse_number(text: str) -> float | None:
@@ -191,12 +194,32 @@ def _binary_rule(distinct, column: str, pos_label: str | None) -> tuple[list, st
     return [text for text in texts if key(text) == target], str(classes[target])
 
 
-def _binary_target(labels: list[str], column: str, pos_label: str | None):
-    """0/1 targets and the positive label's text (see :func:`_binary_rule`)."""
+def _binary_target(labels, column: str, pos_label: str | None):
+    """0/1 targets and the positive label's text (see :func:`_binary_rule`).
+
+    ``labels``: a CSV's label texts (a list), or a Parquet column's values (an array).
+    """
+    if isinstance(labels, np.ndarray):
+        distinct = np.unique(labels)
+        if distinct.shape[0] > MAX_LABELS:
+            raise InputError(f"label column {column!r} has over {MAX_LABELS} distinct values")
+        values = [v.item() if hasattr(v, "item") else v for v in distinct]
+        positives, positive = _binary_rule(values, column, pos_label)
+        y = np.isin(labels, np.asarray(positives, dtype=labels.dtype)).astype(np.int64)
+        return y, positive
     positives, positive = _binary_rule(labels, column, pos_label)
     wanted = set(positives)
     y = np.fromiter((text in wanted for text in labels), dtype=np.int64, count=len(labels))
     return y, positive
+
+
+def _note_missing(progress: _Progress, n_missing: int, label: str, remain: int) -> None:
+    if n_missing:
+        progress.note(
+            f"dropped {n_missing:,} row{'' if n_missing == 1 else 's'} with a missing label "
+            f"(empty, NA, NaN, null, ...) in column {label!r}; {remain:,} rows remain",
+            always=True,
+        )
 
 
 @dataclass
@@ -208,20 +231,3 @@ class _Data:
     S: np.ndarray
     positive: str
     n_missing_label: int = 0
-
-
-def _load(args, progress: _Progress) -> _Data:
-    """The labelled rows of the input file in memory: a CSV, or Parquet (``.parquet``)."""
-    from ._stream import _is_parquet, _load_parquet
-
-    if _is_parquet(Path(args.csv)):
-        return _load_parquet(args, progress)
-    labels, S, n_missing = _read_columns(Path(args.csv), args.label, args.score, args.delimiter)
-    if n_missing:
-        progress.note(
-            f"dropped {n_missing} row{'' if n_missing == 1 else 's'} with a missing label "
-            f"(empty, NA, NaN, null, ...) in column {args.label!r}; {len(labels)} rows remain",
-            always=True,
-        )
-    y, positive = _binary_target(labels, args.label, args.pos_label)
-    return _Data(Path(args.csv), args.label, list(args.score), y, S, positive, n_missing)

@@ -1,4 +1,10 @@
-"""Writing the command line's outputs: checked before anything is written, then whole."""
+"""The command line's files: every command's input read by one loader, and the outputs
+checked before anything is written, then written whole.
+
+The loader dispatches on the file (a CSV, or Parquet: ``.parquet``, ``.parq``, ``.pq``) to
+:mod:`._csv` and :mod:`._stream`, which know nothing of each other's format; the label
+rules (:func:`._csv._binary_rule`) are the same for both.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,47 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ._base import InputError
+import numpy as np
+
+from ._base import InputError, _Progress
+from ._csv import _as_number, _binary_target, _Data, _note_missing, _read_columns
+from ._stream import _is_parquet, _read_parquet
+
+
+def _read_labelled(args, progress: _Progress):
+    """The rows of ``args.csv`` that have a label, in memory: ``(labels, S, n_missing)``.
+
+    ``labels`` are the label cells as text (a CSV) or the label column's values (an
+    array, Parquet); ``S`` the (n, len(args.score)) float64 score matrix; rows without a
+    label are dropped and counted (a notice says how many).
+    """
+    path = Path(args.csv)
+    if _is_parquet(path):
+        labels, S, n_missing = _read_parquet(args)
+    else:
+        labels, S, n_missing = _read_columns(path, args.label, args.score, args.delimiter)
+    _note_missing(progress, n_missing, args.label, len(labels))
+    return labels, S, n_missing
+
+
+def _load(args, progress: _Progress) -> _Data:
+    """The labelled rows of ``args.csv`` with their 0/1 targets (see :func:`_read_labelled`)."""
+    labels, S, n_missing = _read_labelled(args, progress)
+    y, positive = _binary_target(labels, args.label, args.pos_label)
+    return _Data(Path(args.csv), args.label, list(args.score), y, S, positive, n_missing)
+
+
+def _class_labels(labels) -> np.ndarray:
+    """The labels as an array for a multiclass fit: numbers when they all are (integers
+    as int64), else text."""
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "biuf":
+        values = labels.astype(np.float64)
+    else:
+        numbers = [_as_number(str(value)) for value in labels]
+        if None in numbers:
+            return np.asarray([str(value) for value in labels])
+        values = np.asarray(numbers, dtype=np.float64)
+    return values.astype(np.int64) if np.all(np.mod(values, 1) == 0) else values
 
 
 def _same_file(a: Path, b: Path) -> bool:

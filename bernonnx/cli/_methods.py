@@ -77,6 +77,9 @@ _ALIASES = {
     "none": "uncalibrated",
     "raw": "uncalibrated",
 }
+#: ``export``'s and ``attach``'s ``--method`` default: the registry's first construction,
+#: ``BernsteinCalibrator()``, which CalibratedClassifier fits for two classes
+_DEFAULT_METHOD = CALIBRATORS[0].variants[0].cli_name
 #: the bernonnx calibrators the demo fits through CalibratedClassifier
 _DEMO_CALIBRATORS = tuple(m.name for m in _METHOD_LIST if m.kind == "1d" and m.by_default)
 

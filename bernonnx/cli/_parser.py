@@ -7,7 +7,7 @@ import argparse
 from bernonnx._version import __version__
 
 from ._base import _EXIT_HELP, InputError
-from ._methods import _METHOD_LIST, _methods_help
+from ._methods import _DEFAULT_METHOD, _METHOD_LIST, _methods_help
 from ._stream import SAMPLE_ROWS, STREAM_ROWS, _streamable
 
 
@@ -51,18 +51,13 @@ def _delimiter(text: str) -> str:
     return text
 
 
-def _add_data_arguments(parser: argparse.ArgumentParser, parquet: bool = True) -> None:
-    if parquet:
-        parser.add_argument(
-            "csv",
-            metavar="FILE",
-            help="CSV file with a header row (.gz too), or a Parquet file (.parquet; needs "
-            "pyarrow: pip install 'bernonnx[parquet]')",
-        )
-    else:
-        parser.add_argument(
-            "csv", metavar="SCORES.csv", help="CSV file with a header row (.gz too)"
-        )
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "csv",
+        metavar="FILE",
+        help="CSV file with a header row (.gz too), or a Parquet file (.parquet, .parq, "
+        ".pq; needs pyarrow: pip install 'bernonnx[parquet]')",
+    )
     parser.add_argument("--label", required=True, metavar="COL", help="the label column")
     parser.add_argument(
         "--score",
@@ -98,6 +93,16 @@ def _add_stream_argument(parser: argparse.ArgumentParser, exportable_only: bool 
         f"when it has more than {STREAM_ROWS:,} rows); --no-stream loads it into memory. "
         "Streamed, only the methods that fit in passes run "
         f"({', '.join(streamable)})",
+    )
+
+
+def _add_method_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--method",
+        default=_DEFAULT_METHOD,
+        metavar="M",
+        help=f"the calibrator to fit (default: {_DEFAULT_METHOD}, the library's default "
+        "calibrator, as in CalibratedClassifier)",
     )
 
 
@@ -222,7 +227,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_data_arguments(export)
     _add_stream_argument(export, exportable_only=True)
-    export.add_argument("--method", required=True, metavar="M", help="the calibrator to fit")
+    _add_method_argument(export)
     export.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")
     export.add_argument(
         "--dtype",
@@ -241,8 +246,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     attach = commands.add_parser(
         "attach",
-        help="fit a calibrator on a CSV of an ONNX model's scores and merge it into the model",
-        description="Fit one calibrator on a CSV of the scores a model that ships as ONNX "
+        help="fit a calibrator on an ONNX model's scores (CSV or Parquet) and merge it into "
+        "the model",
+        description="Fit one calibrator on a CSV or Parquet file of the scores a model that "
+        "ships as ONNX "
         "gives (and the true labels), then write ONE graph: the model's inputs, unchanged, "
         "and the outputs 'label' and 'probabilities' of the calibrator reading the model "
         "output --output (its column --column). One-score methods read one --score column; "
@@ -255,7 +262,7 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     attach.add_argument("model", metavar="MODEL.onnx", help="the model's ONNX file")
-    _add_data_arguments(attach, parquet=False)
+    _add_data_arguments(attach)
     attach.add_argument(
         "--output", required=True, metavar="NAME", help="the model output holding the scores"
     )
@@ -266,9 +273,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the score column of a 2-D output (e.g. 1 for (N, 2) probabilities); default: "
         "the whole output, (N,) or (N, 1), or (N, K) for temperature",
     )
-    attach.add_argument(
-        "--method", default="bernstein", metavar="M", help="the calibrator (default: bernstein)"
-    )
+    _add_method_argument(attach)
     attach.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")
     attach.add_argument(
         "--keep-outputs",

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ._base import InputError, _Progress
-from ._csv import _binary_rule, _Data
+from ._csv import MAX_LABELS, _binary_rule, _note_missing
 from ._methods import _METHOD_LIST, _check_probabilities, _Method
 
 #: a Parquet file with more rows than this streams unless --no-stream is given
@@ -32,8 +32,6 @@ STREAM_ROWS = 10_000_000
 SAMPLE_ROWS = 200_000
 #: probability bins of a streamed held-out AUC (ties within a bin count one half)
 AUC_BINS = 1 << 18
-#: label values a label column may hold (more: it is not a label column)
-MAX_LABELS = 1000
 
 _PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 
@@ -114,35 +112,18 @@ def _streams(args) -> bool:
         return _source(args).num_rows() > STREAM_ROWS
 
 
-def _load_parquet(args, progress: _Progress) -> _Data:
-    """A Parquet file's labelled rows in memory, as :func:`bernonnx.cli._csv._load` gives."""
+def _read_parquet(args) -> tuple[np.ndarray, np.ndarray, int]:
+    """A Parquet file's labelled rows in memory: the label values, the score matrix and
+    the number of rows without a label, as :func:`bernonnx.cli._csv._read_columns`."""
     with _reading_errors(args.csv):
         source = _source(args)
         S, labels, _ = source.read()
         n_file = source.num_rows()
-    n_missing = n_file - labels.shape[0]
     if labels.shape[0] == 0:
-        if n_missing:
-            raise InputError(f"every one of the {n_missing} rows of {args.csv} lacks a label")
+        if n_file:
+            raise InputError(f"every one of the {n_file} rows of {args.csv} lacks a label")
         raise InputError(f"{args.csv} has no data rows")
-    distinct = np.unique(labels)
-    if distinct.shape[0] > MAX_LABELS:
-        raise InputError(f"label column {args.label!r} has over {MAX_LABELS} distinct values")
-    positives, positive = _binary_rule(
-        [v.item() if hasattr(v, "item") else v for v in distinct], args.label, args.pos_label
-    )
-    y = np.isin(labels, np.asarray(positives, dtype=labels.dtype)).astype(np.int64)
-    _note_missing(progress, n_missing, args.label, labels.shape[0])
-    return _Data(Path(args.csv), args.label, list(args.score), y, S, positive, n_missing)
-
-
-def _note_missing(progress: _Progress, n_missing: int, label: str, remain: int) -> None:
-    if n_missing:
-        progress.note(
-            f"dropped {n_missing:,} row{'' if n_missing == 1 else 's'} with a missing label "
-            f"(null, NaN, empty, NA, ...) in column {label!r}; {remain:,} rows remain",
-            always=True,
-        )
+    return labels, S, n_file - labels.shape[0]
 
 
 # --------------------------------------------------------------------------

@@ -9,19 +9,10 @@ import numpy as np
 from bernonnx._registry import entry_for
 
 from ._base import EXIT_OK, InputError, _Progress
-from ._csv import _as_number, _binary_target, _read_columns
-from ._files import _check_outputs, _write
+from ._csv import _binary_target
+from ._files import _check_outputs, _class_labels, _read_labelled, _write
 from ._methods import _check_probabilities
 from .export import _check_triton, _graph_outputs
-
-
-def _class_labels(labels: list[str]) -> np.ndarray:
-    """The label texts as numbers when they all are (integers as int64), else as text."""
-    numbers = [_as_number(text) for text in labels]
-    if None in numbers:
-        return np.asarray(labels)
-    values = np.asarray(numbers, dtype=np.float64)
-    return values.astype(np.int64) if np.all(np.mod(values, 1) == 0) else values
 
 
 def _load_model(path: Path):
@@ -34,7 +25,7 @@ def _load_model(path: Path):
         raise InputError(f"cannot read the ONNX model {path}: {exc}") from exc
 
 
-def _fit(method, S: np.ndarray, labels: list[str], args):
+def _fit(method, S: np.ndarray, labels, args):
     """The calibrator of ``method`` fitted on the score matrix, and a description of y."""
     calibrator = method.make()
     multiclass = entry_for(calibrator).multiclass and S.shape[1] > 1
@@ -71,11 +62,7 @@ def _cmd_attach(args, progress: _Progress) -> int:
     with progress.step(f"reading {args.model}"):
         model = _load_model(Path(args.model))
     with progress.step(f"reading {args.csv}"):
-        labels, S, n_missing = _read_columns(
-            Path(args.csv), args.label, args.score, args.delimiter
-        )
-    if n_missing:
-        progress.note(f"dropped {n_missing} rows with a missing label", always=True)
+        labels, S, _ = _read_labelled(args, progress)
     if method.needs_probabilities:
         _check_probabilities(method, S, f"column {args.score[0]!r}")
     with progress.step(f"fitting {method.name} on {len(labels)} rows"):

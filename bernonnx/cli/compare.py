@@ -10,9 +10,19 @@ from pathlib import Path
 import numpy as np
 
 from ._base import EXIT_OK, InputError, _Progress
-from ._csv import _Data, _load
-from ._files import _check_outputs, _plot_path, _save_reliability, _write
+from ._csv import _Data
+from ._files import _check_outputs, _load, _plot_path, _save_reliability, _write
 from ._methods import _METHOD_LIST, _check_probabilities, _fit, _Method, _method, _report
+from ._stream import (
+    _UNBOUNDED,
+    _bounded,
+    _check_method_scores,
+    _evaluate_streamed,
+    _refuse_unstreamable,
+    _scan,
+    _streamable,
+    _streams,
+)
 from ._table import _csv_text, _json_safe, _table
 
 
@@ -102,14 +112,6 @@ def _evaluate(methods, data: _Data, args, progress: _Progress):
 
 def _select_streamed(names, scanned, args, progress: _Progress) -> list[_Method]:
     """:func:`_select_methods` for a streamed file: the methods that fit in passes."""
-    from ._stream import (
-        _UNBOUNDED,
-        _bounded,
-        _check_method_scores,
-        _refuse_unstreamable,
-        _streamable,
-    )
-
     if names:
         chosen = []
         for name in names:
@@ -146,8 +148,6 @@ def _select_streamed(names, scanned, args, progress: _Progress) -> list[_Method]
 
 
 def _compare_streamed(args, progress: _Progress):
-    from ._stream import _evaluate_streamed, _scan
-
     if args.plot:
         raise InputError(
             "--plot draws the held-out predictions, which a streamed file does not keep in "
@@ -171,8 +171,6 @@ def _compare_streamed(args, progress: _Progress):
 
 
 def _cmd_compare(args, progress: _Progress) -> int:
-    from ._stream import _streams
-
     for name in args.method or ():
         _method(name)  # an unknown method fails before the file is read
     plot = _plot_path(args.plot) if args.plot else None

@@ -9,10 +9,17 @@ from pathlib import Path
 import numpy as np
 
 from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
-from ._csv import _load
-from ._files import _check_outputs, _write
+from ._files import _check_outputs, _load, _write
 from ._methods import _METHOD_LIST, _check_probabilities, _method
-from ._stream import _streams
+from ._stream import (
+    _UNBOUNDED,
+    _bounded,
+    _check_method_scores,
+    _fit_streamed,
+    _refuse_unstreamable,
+    _scan,
+    _streams,
+)
 
 
 def _triton_files(repository: Path, name: str) -> list[Path]:
@@ -102,15 +109,6 @@ def _fit_in_memory(method, args, progress: _Progress):
 def _fit_streamed_export(method, args, progress: _Progress):
     """:func:`_fit_in_memory` in passes over a Parquet file: the scores returned are a
     sample (``_stream.SAMPLE_ROWS``, the extremes included)."""
-    from ._stream import (
-        _UNBOUNDED,
-        _bounded,
-        _check_method_scores,
-        _fit_streamed,
-        _refuse_unstreamable,
-        _scan,
-    )
-
     _check_scores(method, args.score)
     _refuse_unstreamable(method, args)
     if not _bounded(method):
