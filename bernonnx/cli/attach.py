@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,16 @@ from ._base import EXIT_OK, InputError, _Progress
 from ._csv import _binary_target
 from ._files import _check_outputs, _class_labels, _read_labelled, _write
 from ._methods import _check_probabilities
-from .export import _check_triton, _graph_outputs
+from .export import _check_triton, _feed_lines, _graph_outputs
+
+
+def _input_variables(onx) -> dict[str, str]:
+    """The Python variable the feed line gives each graph input: ``X`` for a model of
+    one input, the input's name (as an identifier) for several."""
+    names = [i.name for i in onx.graph.input]
+    if len(names) == 1:
+        return {names[0]: "X"}
+    return {name: re.sub(r"\W", "_", name) for name in names}
 
 
 def _load_model(path: Path):
@@ -81,12 +91,16 @@ def _cmd_attach(args, progress: _Progress) -> int:
     if args.triton:
         _check_triton(merged, args.triton, name)
     _write(out, merged.SerializeToString())
-    inputs = ", ".join(repr(i.name) for i in merged.graph.input)
-    outs = ", ".join(repr(o.name) for o in merged.graph.output)
     column = "" if args.column is None else f" column {args.column}"
     print(
         f"wrote {out}: {type(calibrator).__name__} on output {args.output!r}{column} of "
-        f"{args.model} (inputs {inputs}; outputs {outs}; {described})"
+        f"{args.model}; {described}"
+    )
+    for line in _feed_lines(merged, out, _input_variables(merged)):
+        print(f"  {line}")
+    print(
+        f"  the inputs are {args.model}'s own, names and types unchanged: feed them what "
+        "the model took (a float64 array for a float input is refused by onnxruntime)"
     )
     if args.triton:
         folder = write_triton_repository(merged, args.triton, name)

@@ -79,6 +79,61 @@ def _graph_dtype(onx) -> str:
     return "float64" if elem == TensorProto.DOUBLE else "float32"
 
 
+def _type_text(value) -> str:
+    """An ONNX graph input or output as ONNX writes its type: ``double[N, 1]``."""
+    from onnx import TensorProto
+
+    if not value.type.HasField("tensor_type"):
+        return value.type.WhichOneof("value") or "unknown type"
+    tensor = value.type.tensor_type
+    dims = [
+        d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "N" if i == 0 else "?")
+        for i, d in enumerate(tensor.shape.dim)
+    ]
+    return f"{TensorProto.DataType.Name(tensor.elem_type).lower()}[{', '.join(dims)}]"
+
+
+def _numpy_name(value) -> str:
+    from onnx import TensorProto, helper
+
+    elem = value.type.tensor_type.elem_type
+    if elem == TensorProto.STRING:
+        return "str"
+    return f"np.{helper.tensor_dtype_to_np_dtype(elem).name}"
+
+
+def _feed_lines(onx, path: Path, arrays: dict[str, str]) -> list[str]:
+    """What a server must know to call the graph: each input's name and type, each
+    output's, and the onnxruntime call with every input cast to its type.
+
+    ``arrays`` names the Python variable of each input (by input name).
+    """
+    lines = [f"input {i.name!r}: {_type_text(i)}" for i in onx.graph.input]
+    lines += [f"output {o.name!r}: {_type_text(o)}" for o in onx.graph.output]
+    feed = ", ".join(
+        f"{i.name!r}: {arrays.get(i.name, i.name)}.astype({_numpy_name(i)})"
+        for i in onx.graph.input
+        if i.type.HasField("tensor_type")
+    )
+    lines.append(f"feed: onnxruntime.InferenceSession({str(path)!r}).run(None, {{{feed}}})")
+    return lines
+
+
+def _dtype_note(onx, scores) -> str:
+    """Which numbers the graph takes, and how to get the other float type."""
+    columns = ", ".join(repr(c) for c in scores)
+    if _graph_dtype(onx) == "float64":
+        return (
+            f"scores: the float64 values of column(s) {columns}, shape (N, {len(scores)}); "
+            "onnxruntime refuses float32 arrays here (a float32 graph: --dtype float32, "
+            "refused unless float32 holds every score exactly)"
+        )
+    return (
+        f"scores: column(s) {columns} as float32, shape (N, {len(scores)}); onnxruntime "
+        "refuses float64 arrays here: cast them (--dtype float64 for a float64 graph)"
+    )
+
+
 def _print_parity(parity: dict) -> None:
     from bernonnx.export import format_parity
 
@@ -187,13 +242,14 @@ def _cmd_export(args, progress: _Progress) -> int:
         if args.triton:
             _check_triton(onx, args.triton, name)
         _write(out, onx.SerializeToString())
-        graph_input = onx.graph.input[0].name
         print(
-            f"wrote {out}: {type(calibrator).__name__} on {', '.join(scores)} "
-            f"(input {graph_input!r}, shape (N, {S.shape[1]}), {_graph_dtype(onx)}; outputs "
-            f"'label', 'probabilities'; positive label {positive!r} is class 1"
-            + (f"; parity on {parity_rows})" if parity_rows else ")")
+            f"wrote {out}: {type(calibrator).__name__} on {', '.join(scores)}; positive "
+            f"label {positive!r} is class 1"
+            + (f"; parity on {parity_rows}" if parity_rows else "")
         )
+        for line in _feed_lines(onx, out, {onx.graph.input[0].name: "scores"}):
+            print(f"  {line}")
+        print(f"  {_dtype_note(onx, scores)}")
         _print_parity(parity)
         if not parity["passed"]:
             skipped = [
