@@ -140,16 +140,20 @@ def test_compare_formats_agree(run, scores_csv):
 
     report = json.loads(as_json)
     results = report["results"]
-    assert [row["method"] for row in results] == [*METHODS, "multivariate"]
+    # s1 is a margin and s2 a probability: one-score calibrators run on each column
+    # (never on their meaningless row mean), the fusion on the matrix
+    runs = [(row["method"], row["input"]) for row in results]
+    assert runs == [
+        *((method, "s1") for method in METHODS),
+        *((method, "s2") for method in METHODS),
+        ("multivariate", "s1, s2"),
+    ]
     assert all(finite_metrics(row) for row in results)
     assert report["positive_label"] == "yes"
     assert report["evaluation"] == {"mode": "holdout", "test_size": 0.3, "n_eval": 450}
-    # one-score calibrators see the row mean, the fusion the matrix
-    inputs = {row["method"]: row["input"] for row in results}
-    assert inputs["multivariate"] == "s1, s2" and inputs["isotonic"] == "mean(s1, s2)"
 
     rows = list(csv.DictReader(as_csv.splitlines()))
-    assert [row["method"] for row in rows] == list(METHODS)
+    assert [(row["method"], row["input"]) for row in rows] == runs[:-1]
     for from_csv, from_json in zip(rows, results, strict=False):
         for key in ("ece", "mce", "brier", "log_loss", "auc"):
             assert float(from_csv[key]) == pytest.approx(from_json[key], rel=1e-12)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,35 +35,104 @@ def _input_name(method: _Method, scores: list[str]) -> str:
     return f"mean({', '.join(scores)})"
 
 
-def _select_methods(names: list[str] | None, data: _Data, progress: _Progress) -> list[_Method]:
-    multi = data.S.shape[1] > 1
-    where = f"column {data.scores[0]!r}" if not multi else "the row mean of the score columns"
-    mean = data.S.mean(axis=1)
+@dataclass(frozen=True)
+class _Run:
+    """One row of the comparison: ``method`` on the score columns ``columns`` (a
+    one-score method reads their row mean), shown as ``input``."""
+
+    method: _Method
+    input: str
+    columns: tuple[int, ...]
+
+    def key(self, several: bool) -> str:
+        """The name of its predictions (in the plot): the method, and with several
+        inputs, what it read."""
+        return f"{self.method.name} on {self.input}" if several else self.method.name
+
+
+def _in_unit(values: np.ndarray) -> bool:
+    return bool(values.min() >= 0.0 and values.max() <= 1.0)
+
+
+def _one_score_inputs(data: _Data, progress: _Progress) -> list[tuple[str, tuple[int, ...]]]:
+    """What the one-score methods read: each score column, and the columns' row mean when
+    they are the same kind of score (all in [0, 1], or none).
+
+    Averaging a probability with a margin or a logit gives a number of no meaning, so
+    with mixed kinds the mean is left out and a notice says why.
+    """
+    k = data.S.shape[1]
+    if k == 1:
+        return [(data.scores[0], (0,))]
+    inputs = [(name, (j,)) for j, name in enumerate(data.scores)]
+    unit = [_in_unit(data.S[:, j]) for j in range(k)]
+    mean = f"mean({', '.join(data.scores)})"
+    if all(unit) or not any(unit):
+        inputs.append((mean, tuple(range(k))))
+    else:
+        probabilities = ", ".join(c for c, u in zip(data.scores, unit, strict=True) if u)
+        others = ", ".join(c for c, u in zip(data.scores, unit, strict=True) if not u)
+        progress.note(
+            f"no {mean} rows: {probabilities} in [0, 1] (probabilities) and {others} not "
+            "(margins, logits or other scores) are different kinds of score, and their row "
+            "mean means nothing; the one-score methods run on each column, the "
+            "multivariate ones on all of them",
+            always=True,
+        )
+    return inputs
+
+
+def _select_runs(names: list[str] | None, data: _Data, progress: _Progress) -> list[_Run]:
+    """The comparison's rows: every one-score method on every input of
+    :func:`_one_score_inputs`, grouped by input, then the multivariate methods on the
+    score matrix. Methods taking probabilities skip the inputs outside [0, 1]."""
+    k = data.S.shape[1]
     if names:
         chosen = []
         for name in names:
             method = _method(name)
             if method not in chosen:
                 chosen.append(method)
-        for method in chosen:
-            if method.needs_probabilities:
-                _check_probabilities(method, mean[:, None], where)
-        return chosen
-    chosen = [m for m in _METHOD_LIST if (m.kind != "multi" or multi) and m.by_default]
-    # the slow log-loss fusion only on request: a cvxpy solve per degree and fold
-    chosen = [m for m in chosen if m.name != "multivariate-log"]
-    in_unit = mean.min() >= 0.0 and mean.max() <= 1.0
-    if not in_unit:
-        skipped = [m.name for m in chosen if m.needs_probabilities]
+    else:
+        chosen = [m for m in _METHOD_LIST if (m.kind != "multi" or k > 1) and m.by_default]
+        # the slow log-loss fusion only on request: a cvxpy solve per degree and fold
+        chosen = [m for m in chosen if m.name != "multivariate-log"]
+    inputs = _one_score_inputs(data, progress)
+    runs, skipped = [], []
+    for method in (m for m in chosen if m.kind == "multi"):
+        columns = tuple(range(k))
+        runs.append(_Run(method, ", ".join(data.scores), columns))
+    one_score = [m for m in chosen if m.kind != "multi"]
+    for method in one_score:
+        usable = [
+            name
+            for name, columns in inputs
+            if not method.needs_probabilities or _in_unit(data.S[:, columns].mean(axis=1))
+        ]
+        if names and not usable:
+            name, columns = inputs[0]
+            where = f"column {name!r}" if len(columns) == 1 else name
+            _check_probabilities(method, data.S[:, columns].mean(axis=1)[:, None], where)
+        skipped += [(method.name, name) for name, _ in inputs if name not in usable]
+    by_input = [
+        _Run(method, name, columns)
+        for name, columns in inputs
+        for method in one_score
+        if (method.name, name) not in skipped
+    ]
+    if skipped:
+        where = sorted({name for _, name in skipped}, key=[n for n, _ in inputs].index)
+        methods = list(dict.fromkeys(m for m, _ in skipped))
         progress.note(
-            f"{where} is not in [0, 1]: skipping {', '.join(skipped)} (they take probabilities)"
+            f"{', '.join(where)} {'is' if len(where) == 1 else 'are'} not in [0, 1]: "
+            f"{', '.join(methods)} skipped there (taking probabilities)",
+            always=bool(names),
         )
-        chosen = [m for m in chosen if not m.needs_probabilities]
-    return chosen
+    return by_input + runs
 
 
-def _evaluate(methods, data: _Data, args, progress: _Progress):
-    """Held-out or cross-validated predictions and metrics of every method."""
+def _evaluate(runs: list[_Run], data: _Data, args, progress: _Progress):
+    """Held-out or cross-validated predictions and metrics of every run."""
     from sklearn.model_selection import StratifiedKFold, train_test_split
 
     n = data.y.shape[0]
@@ -91,19 +161,22 @@ def _evaluate(methods, data: _Data, args, progress: _Progress):
         folds = [(train, test)]
         evaluation = {"mode": "holdout", "test_size": args.test_size, "n_eval": len(test)}
         eval_index = np.sort(test)
+    several = len({run.input for run in runs if run.method.kind != "multi"}) > 1
     rows, predictions = [], {}
-    for method in methods:
+    for run in runs:
+        method, S = run.method, data.S[:, run.columns]
         out = np.empty(n)
         seconds = 0.0
-        with progress.step(f"{method.name}: fitting on {len(folds)} split(s)"):
+        label = run.key(several)
+        with progress.step(f"{label}: fitting on {len(folds)} split(s)"):
             for train, test in folds:
                 start = time.perf_counter()
-                predict = _fit(method, data.S[train], data.y[train])
+                predict = _fit(method, S[train], data.y[train])
                 seconds += time.perf_counter() - start
-                out[test] = predict(data.S[test])
+                out[test] = predict(S[test])
         proba = out[eval_index]
-        predictions[method.name] = proba
-        row = {"method": method.name, "input": _input_name(method, data.scores)}
+        predictions[label] = proba
+        row = {"method": method.name, "input": run.input}
         row.update(_report(data.y[eval_index], proba, args.n_bins, seed=args.seed))
         row["fit_seconds"] = 0.0 if method.kind == "reference" else seconds / len(folds)
         rows.append(row)
@@ -154,6 +227,14 @@ def _compare_streamed(args, progress: _Progress):
             "memory; pass --no-stream to load the file, or drop --plot"
         )
     scanned = _scan(args, progress)
+    if len(scanned.scores) > 1:
+        progress.note(
+            f"streamed, the one-score methods read the row mean of {', '.join(scanned.scores)}"
+            " (input 'mean(...)'), and nothing checks that the columns are one kind of score "
+            "(the mean of a probability and a margin means nothing); for rows per column, "
+            "pass --no-stream or run once per column",
+            always=True,
+        )
     methods = _select_streamed(args.method, scanned, args, progress)
     rows, evaluation = _evaluate_streamed(methods, args, scanned, progress)
     for row, method in zip(rows, methods, strict=True):
@@ -183,8 +264,8 @@ def _cmd_compare(args, progress: _Progress) -> int:
     else:
         with progress.step(f"reading {args.csv}"):
             data = _load(args, progress)
-        methods = _select_methods(args.method, data, progress)
-        rows, evaluation, y_eval, predictions = _evaluate(methods, data, args, progress)
+        runs = _select_runs(args.method, data, progress)
+        rows, evaluation, y_eval, predictions = _evaluate(runs, data, args, progress)
         about = {
             "file": str(data.path),
             "n_rows": int(data.y.shape[0]),
@@ -228,5 +309,19 @@ def _cmd_compare(args, progress: _Progress) -> int:
     else:
         sys.stdout.write(text)
     if plot is not None:
-        _save_reliability(plot, y_eval, predictions, args.n_bins, data.path.name, progress)
+        raw = [key for key in predictions if key.split(" on ")[0] == "uncalibrated"]
+        if evaluation["mode"] == "cv":
+            evaluation_text = f"{evaluation['folds']}-fold out-of-fold predictions"
+        else:
+            evaluation_text = f"{evaluation['n_eval']} held-out rows"
+        _save_reliability(
+            plot,
+            y_eval,
+            predictions,
+            args.n_bins,
+            f"{data.path.name}: {evaluation_text}",
+            progress,
+            reference=raw[0] if len(raw) == 1 else None,
+            seed=args.seed,
+        )
     return EXIT_OK
