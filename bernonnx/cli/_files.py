@@ -141,12 +141,26 @@ def _plot_path(text: str, flag: str = "--plot") -> Path:
     return path
 
 
-def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str, progress):
-    """Draw a reliability diagram into ``path``; a notice instead when matplotlib is absent."""
+def _save_reliability(
+    path: Path,
+    y,
+    predictions: dict,
+    n_bins: int,
+    title: str,
+    progress,
+    *,
+    reference: str | None = None,
+    n_resamples: int = 100,
+    seed: int = 0,
+):
+    """Draw the reliability diagrams of ``predictions`` into ``path``, one panel per
+    calibrator with ``reference`` in grey in each (:func:`bernonnx.plotting.reliability_grid`);
+    a notice instead when matplotlib is absent. The smooth ECE and its interval use the
+    table's resamples and seed, so the figure's numbers are the table's."""
     try:
         from matplotlib.figure import Figure
 
-        from bernonnx.plotting import reliability_diagram
+        from bernonnx.plotting import reliability_grid
     except ImportError as exc:
         missing = getattr(exc, "name", None) or "matplotlib"
         progress.note(
@@ -157,11 +171,18 @@ def _save_reliability(path: Path, y, predictions: dict, n_bins: int, title: str,
         return None
     with progress.step(f"drawing {path.name}"):
         # a Figure without pyplot: no GUI backend, no global state
-        figure = Figure(figsize=(7.0, 8.0))
-        drawn = reliability_diagram(
-            y, predictions, n_bins=n_bins, ax=figure.add_subplot(), title=title, smooth=True
+        figure = Figure()
+        reliability_grid(
+            y,
+            predictions,
+            reference=reference,
+            n_bins=n_bins,
+            title=title,
+            smooth=True,
+            n_resamples=n_resamples,
+            random_state=seed,
+            figure=figure,
         )
-        figure = getattr(drawn, "figure", None) or drawn
         with _atomic_path(path) as tmp:
-            figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+            figure.savefig(tmp, format="png", dpi=110)
     return path

@@ -13,6 +13,10 @@ from ._methods import _DEMO_CALIBRATORS, _METHODS, _report
 from ._table import _table
 from .export import _print_parity, _triton_files
 
+#: bootstrap resamples of the smooth ECE's interval, in the table and the figures alike:
+#: a modest bootstrap keeps the demo to seconds
+_DEMO_RESAMPLES = 40
+
 
 def _demo_split(X, y, seed: int, quick: bool):
     from sklearn.model_selection import train_test_split
@@ -93,8 +97,9 @@ def _cmd_demo(args, progress: _Progress) -> int:
         rows.append(
             {
                 "method": name,
-                # a modest bootstrap keeps the demo to seconds
-                **_report(y_test, predictions[name], 10, n_resamples=40, seed=args.seed),
+                **_report(
+                    y_test, predictions[name], 10, n_resamples=_DEMO_RESAMPLES, seed=args.seed
+                ),
                 "fit_seconds": seconds,
             }
         )
@@ -125,10 +130,24 @@ def _cmd_demo(args, progress: _Progress) -> int:
             for name in ("uncalibrated", "sklearn-sigmoid", "sklearn-isotonic", best)
         }
         for filename, curves, title in (
-            ("reliability_bernonnx.png", ours, "bernonnx calibrators, test rows"),
-            ("reliability_vs_sklearn.png", versus, f"{best} vs scikit-learn, test rows"),
+            ("reliability_bernonnx.png", ours, "bernonnx calibrators on the test rows"),
+            (
+                "reliability_vs_sklearn.png",
+                versus,
+                f"{best} (bernonnx) and scikit-learn's calibrators on the test rows",
+            ),
         ):
-            written = _save_reliability(out / filename, y_test, curves, 10, title, progress)
+            written = _save_reliability(
+                out / filename,
+                y_test,
+                curves,
+                10,
+                title,
+                progress,
+                reference="uncalibrated",
+                n_resamples=_DEMO_RESAMPLES,
+                seed=args.seed,
+            )
             if written is not None:
                 print(f"wrote {written}")
 

@@ -49,6 +49,7 @@ def reliability_diagram(
     confidence: float | None = 0.9,
     n_resamples: int = 100,
     random_state=0,
+    min_weight: float = 0.01,
 ):
     """Reliability diagram: positive rate against mean prediction, bin by bin.
 
@@ -98,6 +99,12 @@ def reliability_diagram(
         With ``smooth``: bootstrap resamples behind the band.
     random_state : int, numpy Generator or None, default=0
         With ``smooth``: seed of the resampling, so a figure is drawn the same each time.
+    min_weight : float, default=0.01
+        A bin holding less than this share of a curve's weight keeps its (small) marker
+        but no line is drawn to it; with ``smooth``, the smoothed curve and its band are
+        not drawn where the smoothed weight is below that share per bin width
+        (``density < min_weight * n_bins``), where the estimate swings on a few rows.
+        0 draws everything.
 
     Returns
     -------
@@ -111,7 +118,8 @@ def reliability_diagram(
     Each curve joins the non-empty bins' ``(mean_predicted, fraction_positive)`` of
     :func:`bernonnx.metrics.reliability_table` with the same ``n_bins``, ``strategy``
     and ``sample_weight``; its legend entry gives the ECE of
-    :func:`bernonnx.metrics.expected_calibration_error` on those bins. The dashed
+    :func:`bernonnx.metrics.expected_calibration_error` on those bins (a line's
+    ``y`` data is NaN at the bins under ``min_weight``). The dashed
     diagonal is perfect calibration. ``ax.lines`` holds the diagonal, then one line per
     curve; ``ax.collections`` one scatter per curve. With ``smooth=True``, ``ax.lines``
     continues with one smooth line per curve and ``ax.collections`` with one band per
@@ -134,87 +142,49 @@ def reliability_diagram(
     'weight share'
     >>> plt.close(ax.figure)
     """
+    _check_min_weight(min_weight)
     if show_weights not in ("size", None):
         raise ValueError(f"show_weights must be 'size' or None, got {show_weights!r}")
-    curves = _curves(y_prob)
     # every check runs before a figure exists, so an error leaves no empty figure behind
-    tables, eces, smooths = {}, {}, {}
-    top_label = [np.ndim(p) == 2 and np.shape(p)[1] > 2 for p in curves.values()]
-    if any(top_label) and not all(top_label):
-        raise ValueError(
-            "y_prob mixes (n, k) class probabilities and binary probabilities: draw "
-            "them on separate diagrams"
-        )
-    if all(top_label) and pos_label is not None:
-        raise ValueError("pos_label applies to binary y_prob; got (n, k) probabilities")
-    for label, p in curves.items():
-        kwargs = dict(n_bins=n_bins, strategy=strategy, sample_weight=sample_weight)
-        y, p_curve = y_true, p
-        if all(top_label):
-            # top-label mode: was the predicted class right, against its probability
-            checked = _Multiclass(y_true, p, sample_weight, labels).top_label()
-            y, p_curve = checked.y, checked.p
-        tables[label] = reliability_table(y, p_curve, pos_label=pos_label, **kwargs)
-        eces[label] = expected_calibration_error(y, p_curve, pos_label=pos_label, **kwargs)
-        if smooth:
-            smooths[label] = smooth_calibration_curve(
-                y,
-                p_curve,
-                sample_weight=sample_weight,
-                pos_label=pos_label,
-                confidence=confidence,
-                n_resamples=n_resamples,
-                random_state=random_state,
-            )
-    x_label = "confidence (top-label probability)" if all(top_label) else None
+    tables, eces, smooths, top = _prepare(
+        y_true,
+        _curves(y_prob),
+        n_bins=n_bins,
+        strategy=strategy,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        smooth=smooth,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        random_state=random_state,
+    )
+    x_label = "confidence (top-label probability)" if top else None
 
     ax = _new_axes(ax, (5.5, 6.5) if show_histogram else (5.5, 5.0))
     ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", linewidth=1, label="perfectly calibrated")
     colors = {}
     for label, table in tables.items():
-        share = table["weight"] / table["weight"].sum()
-        sizes = _MARKER_AREA * n_bins * share if show_weights == "size" else _MARKER_AREA
-        (line,) = ax.plot(
-            table["mean_predicted"],
-            table["fraction_positive"],
-            linewidth=0.8 if smooth else 1.5,
-            alpha=0.5 if smooth else 1.0,
+        colors[label] = _draw_bins(
+            ax,
+            table,
+            n_bins=n_bins,
+            min_weight=min_weight,
+            sizes=show_weights == "size",
+            faint=smooth,
             label=f"{label} (ECE = {eces[label]:.4f})",
         )
-        colors[label] = line.get_color()
-        ax.scatter(
-            table["mean_predicted"],
-            table["fraction_positive"],
-            s=sizes,
-            color=colors[label],
-            edgecolors="white",
-            linewidths=0.5,
-            zorder=3,
-            label="_nolegend_",
+    for label, curve in smooths.items():
+        _draw_smooth(
+            ax,
+            curve,
+            colors[label],
+            min_density=min_weight * n_bins,
+            label=f"{label}, smoothed ({_smooth_text(curve, confidence)})",
+            band=False,
         )
     for label, curve in smooths.items():
-        text = f"smECE = {curve['smooth_ece']:.4f}"
-        if "smooth_ece_ci" in curve:
-            low, high = curve["smooth_ece_ci"]
-            text += f", {confidence:.0%} CI [{low:.4f}, {high:.4f}]"
-        ax.plot(
-            curve["mesh"],
-            curve["fraction_positive"],
-            color=colors[label],
-            linewidth=2.0,
-            label=f"{label}, smoothed ({text})",
-        )
-    for label, curve in smooths.items():
-        if "lower" in curve:
-            ax.fill_between(
-                curve["mesh"],
-                curve["lower"],
-                curve["upper"],
-                color=colors[label],
-                alpha=0.2,
-                linewidth=0,
-                label="_nolegend_",
-            )
+        _draw_band(ax, curve, colors[label], min_density=min_weight * n_bins)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy" if x_label else "fraction of positives")
@@ -265,3 +235,129 @@ def reliability_diagram(
     hist.set_ylim(bottom=0)
     ax.bernonnx_histogram = hist
     return ax
+
+
+def _check_min_weight(min_weight) -> None:
+    if not (isinstance(min_weight, (int, float)) and 0.0 <= min_weight < 1.0):
+        raise ValueError(f"min_weight must be a number in [0, 1), got {min_weight!r}")
+
+
+def _prepare(
+    y_true,
+    curves: dict,
+    *,
+    n_bins,
+    strategy,
+    sample_weight,
+    pos_label,
+    labels,
+    smooth,
+    confidence,
+    n_resamples,
+    random_state,
+):
+    """Each curve's bins (:func:`reliability_table`), ECE and smoothed curve, and whether
+    the curves are top-label (class probabilities); every input checked."""
+    tables, eces, smooths = {}, {}, {}
+    top_label = [np.ndim(p) == 2 and np.shape(p)[1] > 2 for p in curves.values()]
+    if any(top_label) and not all(top_label):
+        raise ValueError(
+            "y_prob mixes (n, k) class probabilities and binary probabilities: draw "
+            "them on separate diagrams"
+        )
+    if all(top_label) and pos_label is not None:
+        raise ValueError("pos_label applies to binary y_prob; got (n, k) probabilities")
+    for label, p in curves.items():
+        kwargs = dict(n_bins=n_bins, strategy=strategy, sample_weight=sample_weight)
+        y, p_curve = y_true, p
+        if all(top_label):
+            # top-label mode: was the predicted class right, against its probability
+            checked = _Multiclass(y_true, p, sample_weight, labels).top_label()
+            y, p_curve = checked.y, checked.p
+        tables[label] = reliability_table(y, p_curve, pos_label=pos_label, **kwargs)
+        eces[label] = expected_calibration_error(y, p_curve, pos_label=pos_label, **kwargs)
+        if smooth:
+            smooths[label] = smooth_calibration_curve(
+                y,
+                p_curve,
+                sample_weight=sample_weight,
+                pos_label=pos_label,
+                confidence=confidence,
+                n_resamples=n_resamples,
+                random_state=random_state,
+            )
+    return tables, eces, smooths, all(top_label)
+
+
+def _draw_bins(
+    ax, table, *, n_bins, min_weight, sizes, faint, label, color=None, alpha=1.0, zorder=3
+):
+    """One curve's bins: markers of area proportional to the bin weights, joined by a
+    line that skips the bins under ``min_weight`` of the weight (their marker stays, and
+    shows how little they hold). Returns the curve's colour."""
+    share = table["weight"] / table["weight"].sum()
+    area = _MARKER_AREA * n_bins * share if sizes else _MARKER_AREA
+    # a tiny top bin (isotonic's few rows at 1.0) would pull the eye along a long line
+    joined = np.where(share >= min_weight, table["fraction_positive"], np.nan)
+    (line,) = ax.plot(
+        table["mean_predicted"],
+        joined,
+        color=color,
+        linewidth=0.8 if faint else 1.5,
+        alpha=(0.5 if faint else 1.0) * alpha,
+        label=label,
+        zorder=zorder - 1,
+    )
+    color = line.get_color()
+    ax.scatter(
+        table["mean_predicted"],
+        table["fraction_positive"],
+        s=area,
+        color=color,
+        alpha=alpha,
+        edgecolors="white",
+        linewidths=0.5,
+        zorder=zorder,
+        label="_nolegend_",
+    )
+    return color
+
+
+def _smooth_text(curve, confidence) -> str:
+    text = f"smECE = {curve['smooth_ece']:.4f}"
+    if "smooth_ece_ci" in curve:
+        low, high = curve["smooth_ece_ci"]
+        text += f", {confidence:.0%} CI [{low:.4f}, {high:.4f}]"
+    return text
+
+
+def _thin(curve, values, min_density):
+    """``values`` where the smoothed weight is at least ``min_density``, NaN elsewhere:
+    where hardly any rows are, the kernel estimate swings between 0 and 1."""
+    return np.where(curve["density"] >= min_density, values, np.nan)
+
+
+def _draw_smooth(ax, curve, color, *, min_density, label, band, linewidth=2.0, alpha=1.0):
+    ax.plot(
+        curve["mesh"],
+        _thin(curve, curve["fraction_positive"], min_density),
+        color=color,
+        linewidth=linewidth,
+        alpha=alpha,
+        label=label,
+    )
+    if band:
+        _draw_band(ax, curve, color, min_density=min_density)
+
+
+def _draw_band(ax, curve, color, *, min_density):
+    if "lower" in curve:
+        ax.fill_between(
+            curve["mesh"],
+            _thin(curve, curve["lower"], min_density),
+            _thin(curve, curve["upper"], min_density),
+            color=color,
+            alpha=0.2,
+            linewidth=0,
+            label="_nolegend_",
+        )
