@@ -236,7 +236,8 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=("auto", "float32", "float64"),
         default="auto",
         help="graph input and output type (default: auto, float64: the scores are read as "
-        "float64; float32 is refused with exit 2 unless float32 holds every score exactly)",
+        "float64; float32 is refused with exit 2 unless float32 holds every score of the "
+        "file exactly, and always for a streamed file, whose rows are not all seen)",
     )
     export.add_argument("--triton", metavar="DIR", help="also write a Triton model repository")
     export.add_argument(

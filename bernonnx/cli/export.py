@@ -124,9 +124,10 @@ def _dtype_note(onx, scores) -> str:
     columns = ", ".join(repr(c) for c in scores)
     if _graph_dtype(onx) == "float64":
         return (
-            f"scores: the float64 values of column(s) {columns}, shape (N, {len(scores)}); "
-            "onnxruntime refuses float32 arrays here (a float32 graph: --dtype float32, "
-            "refused unless float32 holds every score exactly)"
+            f"scores: column(s) {columns} as float64, shape (N, {len(scores)}); onnxruntime "
+            "refuses float32 arrays here: a server holding float32 scores casts them up "
+            "(exact); --dtype float32 makes a float32 graph when float32 holds every score "
+            "of the file"
         )
     return (
         f"scores: column(s) {columns} as float32, shape (N, {len(scores)}); onnxruntime "
@@ -179,6 +180,11 @@ def _fit_streamed_export(method, args, progress: _Progress):
     return calibrator, sample, scanned.scores, scanned.positive, rows
 
 
+def _float32_holds(S: np.ndarray) -> bool:
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(S.astype(np.float32).astype(np.float64), S))
+
+
 def _check_scores(method, scores) -> None:
     if method.kind == "1d" and len(scores) > 1:
         raise InputError(
@@ -202,10 +208,16 @@ def _cmd_export(args, progress: _Progress) -> int:
         calibrator, S, scores, positive = _fit_in_memory(method, args, progress)
         parity_rows = None
     dtype = {"auto": None, "float32": np.float32, "float64": np.float64}[args.dtype]
+    sample = S
+    if dtype is np.float32 and parity_rows is None and _float32_holds(S):
+        # every score of the file is a float32 value (a float32 column, small integers):
+        # to_onnx refuses float64 data for a float32 graph, as a sample says nothing of
+        # later rows, but here the sample is the file
+        sample = S.astype(np.float32)
     try:
         with progress.step("converting to ONNX"):
             # every row as the sample: to_onnx checks that the graph's dtype carries them
-            onx = to_onnx(calibrator, S, dtype=dtype)
+            onx = to_onnx(calibrator, sample, dtype=dtype)
     except ValueError as exc:
         if "cannot carry" not in str(exc):
             raise

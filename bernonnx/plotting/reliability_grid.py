@@ -154,7 +154,7 @@ def reliability_grid(
         random_state=random_state,
     )
 
-    size = (panel_size * cols, (panel_size + 0.35) * rows + 0.7)
+    size = (panel_size * cols, 0.85 * panel_size * rows + 1.0)
     if figure is None:
         figure = _pyplot().figure(figsize=size, layout="constrained")
     else:
