@@ -18,7 +18,12 @@ from bernonnx import (
 )
 from bernonnx._core.transforms import apply_transform
 from bernonnx.metrics import reliability_table
-from bernonnx.plotting import plot_calibration_function, plot_contour, reliability_diagram
+from bernonnx.plotting import (
+    plot_calibration_function,
+    plot_contour,
+    reliability_diagram,
+    reliability_grid,
+)
 from bernonnx.plotting._common import _inverse_transform, _transform_params
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -355,6 +360,7 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch, data, probs, fitted
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     calls = [
         lambda: reliability_diagram(y, probs["bernstein"]),
+        lambda: reliability_grid(y, probs),
         lambda: plot_calibration_function(fitted["platt"]),
         lambda: plot_contour(multi[0]),
     ]
@@ -376,3 +382,113 @@ def test_reliability_diagram_draws_the_smooth_curve_and_its_band():
     np.testing.assert_allclose(ax.lines[2].get_ydata(), curve["fraction_positive"])
     assert "smECE = " in ax.lines[2].get_label() and "90% CI" in ax.lines[2].get_label()
     plt.close(ax.figure)
+
+
+# ------------------------------------------------------------------ negligible bins, grid
+
+
+@pytest.fixture(scope="module")
+def tiny_top_bin():
+    """Most rows below 0.3 and five rows at 0.97: a top bin of 0.1% of the weight,
+    as isotonic regression leaves on a few high scores."""
+    rng = np.random.default_rng(3)
+    p = np.r_[rng.uniform(0.0, 0.3, 4000), np.full(5, 0.97)]
+    y = rng.random(p.shape[0]) < np.r_[p[:4000], np.zeros(5)]
+    return y, p
+
+
+def test_no_line_to_a_bin_of_negligible_weight(tiny_top_bin):
+    y, p = tiny_top_bin
+    table = reliability_table(y, p, n_bins=N_BINS)
+    share = table["weight"] / table["weight"].sum()
+    assert share[-1] < 0.01 and table["fraction_positive"][-1] == 0.0
+    ax = reliability_diagram(y, {"iso": p}, n_bins=N_BINS, show_histogram=False)
+    line = ax.lines[1]
+    # the line skips the tiny bin; its marker stays, sized by its weight
+    np.testing.assert_allclose(line.get_xdata(), table["mean_predicted"])
+    assert np.isnan(line.get_ydata()[-1]) and not np.isnan(line.get_ydata()[:-1]).any()
+    np.testing.assert_allclose(ax.collections[0].get_offsets()[:, 1], table["fraction_positive"])
+    np.testing.assert_allclose(ax.collections[0].get_sizes(), 36.0 * N_BINS * share)
+    # min_weight=0 draws every segment
+    every = reliability_diagram(y, {"iso": p}, n_bins=N_BINS, min_weight=0.0)
+    np.testing.assert_allclose(every.lines[1].get_ydata(), table["fraction_positive"])
+
+
+def test_smooth_curve_stops_where_the_rows_thin_out(tiny_top_bin):
+    from bernonnx.metrics import smooth_calibration_curve
+
+    y, p = tiny_top_bin
+    ax = reliability_diagram(y, p, smooth=True, n_resamples=10, show_histogram=False)
+    curve = smooth_calibration_curve(y, p, n_resamples=10, random_state=0)
+    drawn = ax.lines[2].get_ydata()
+    thin = curve["density"] < 0.01 * N_BINS
+    assert thin.any() and (~thin).any()
+    assert np.isnan(drawn[thin]).all()
+    np.testing.assert_allclose(drawn[~thin], curve["fraction_positive"][~thin])
+
+
+def test_reliability_grid_one_panel_per_calibrator_with_the_reference(data, probs, tmp_path):
+    _, y = data
+    s, _ = data
+    curves = {"raw": probs["raw sigmoid"], **{f"cal {k}": expit(k * s) for k in range(1, 8)}}
+    axes = reliability_grid(y, curves, reference="raw", n_bins=N_BINS, title="seven")
+    figure = axes[0].figure
+    # seven panels, 2 rows of 4, the eighth cell removed
+    assert [ax.get_title() for ax in axes] == list(curves)[1:]
+    assert len(figure.axes) == 7
+    assert axes[0].get_subplotspec().get_geometry()[:2] == (2, 4)
+    assert figure.get_suptitle().startswith("seven\ngrey: raw")
+    raw = reliability_table(y, curves["raw"], n_bins=N_BINS)
+    for ax, label in zip(axes, list(curves)[1:], strict=True):
+        # the diagonal, the reference's bins (grey), the panel's bins
+        assert len(ax.lines) == 3 and len(ax.collections) == 2
+        reference, own = ax.lines[1], ax.lines[2]
+        assert reference.get_label().startswith("raw: ECE ")
+        assert own.get_label().startswith(f"{label}: ECE ")
+        assert reference.get_color() == "0.55" and own.get_color() != "0.55"
+        np.testing.assert_allclose(reference.get_xdata(), raw["mean_predicted"])
+        table = reliability_table(y, curves[label], n_bins=N_BINS)
+        share = table["weight"] / table["weight"].sum()
+        np.testing.assert_allclose(own.get_xdata(), table["mean_predicted"])
+        np.testing.assert_array_equal(np.isnan(own.get_ydata()), share < 0.01)
+        # marker areas on one scale in every panel
+        np.testing.assert_allclose(ax.collections[1].get_sizes(), 36.0 * N_BINS * share)
+        assert ax.get_xlim() == (0.0, 1.0) and ax.get_ylim() == (0.0, 1.0)
+    assert_renders(figure, tmp_path / "grid.png")
+
+
+def test_reliability_grid_smooth_without_reference_on_a_given_figure(data, probs):
+    from matplotlib.figure import Figure
+
+    _, y = data
+    figure = Figure()
+    axes = reliability_grid(
+        y, probs, smooth=True, n_resamples=10, figure=figure, ncols=1, confidence=None
+    )
+    assert axes[0].figure is figure and len(figure.axes) == 2
+    assert axes[1].get_subplotspec().get_geometry()[:2] == (2, 1)
+    assert plt.get_fignums() == []  # no pyplot figure made
+    for ax in axes:
+        # the diagonal, the bins, the smoothed curve; no band without confidence
+        assert len(ax.lines) == 3 and len(ax.collections) == 1
+        assert "smECE" in ax.lines[1].get_label()
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"reference": "missing"}, "reference 'missing' is not a key"),
+        ({"ncols": 0}, "ncols"),
+        ({"min_weight": 1.5}, "min_weight"),
+        ({"n_bins": 0}, "n_bins"),
+    ],
+)
+def test_reliability_grid_bad_arguments(data, probs, kwargs, match):
+    _, y = data
+    with pytest.raises(ValueError, match=match):
+        reliability_grid(y, probs, **kwargs)
+    with pytest.raises(ValueError, match="dict"):
+        reliability_grid(y, probs["bernstein"])
+    with pytest.raises(ValueError, match="only the reference"):
+        reliability_grid(y, {"raw": probs["raw sigmoid"]}, reference="raw")
+    assert plt.get_fignums() == []  # checked before any figure is made
