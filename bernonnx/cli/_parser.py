@@ -201,8 +201,9 @@ def _build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--plot",
         metavar="FILE.png",
-        help="write a reliability diagram of all methods to this PNG file (the name must "
-        "end in .png; a folder is refused)",
+        help="write reliability diagrams to this PNG file, one panel per method with the "
+        "raw scores ('uncalibrated', when it runs) in grey in each (the name must end in "
+        ".png; a folder is refused)",
     )
     compare.add_argument(
         "--n-bins", type=_positive_int, default=10, metavar="N", help="bins of ECE/MCE/plot"
