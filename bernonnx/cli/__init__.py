@@ -13,10 +13,12 @@ Everything is checked before anything is written, and every file is written whol
 (a temporary file in the same folder, then renamed).
 
 Layout: :mod:`._parser` the arguments; :mod:`.demo`, :mod:`.compare`, :mod:`.export` and
-:mod:`.attach` one command each; :mod:`._csv` reads the input, :mod:`._methods` the
-``--method`` names (from :mod:`bernonnx._registry`) and their fits, :mod:`._table` formats
-the results, :mod:`._files` writes the outputs, :mod:`._base` the exit statuses and
-progress lines.
+:mod:`.attach` one command each; :mod:`._files` reads every command's input (a CSV
+through :mod:`._csv`, Parquet through :mod:`._stream`, which also streams large files)
+and writes the outputs, :mod:`._methods` the ``--method`` names (from
+:mod:`bernonnx._registry`) and their fits, :mod:`._table` formats the results,
+:mod:`._base` the exit statuses and progress lines. Modules import downwards only:
+``_base`` <- ``_csv``, ``_methods`` <- ``_stream`` <- ``_files`` <- the commands.
 """
 
 from __future__ import annotations
