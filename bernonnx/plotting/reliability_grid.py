@@ -154,7 +154,7 @@ def reliability_grid(
         random_state=random_state,
     )
 
-    size = (panel_size * cols, 0.85 * panel_size * rows + 1.0)
+    size = (panel_size * cols, 0.9 * panel_size * rows + 1.2)
     if figure is None:
         figure = _pyplot().figure(figsize=size, layout="constrained")
     else:
