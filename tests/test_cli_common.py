@@ -272,6 +272,19 @@ def test_compare_several_scores_of_one_kind_adds_their_mean(run, files, fmt, tmp
     assert plot.stat().st_size > 10_000
 
 
+def test_streamed_compare_of_several_scores_says_it_reads_their_mean(run, files, tmp_path):
+    _, paths, _ = files
+    if "parquet" not in paths:
+        pytest.skip("Parquet needs pyarrow (bernonnx[parquet])")
+    report = tmp_path / "streamed.json"
+    args = ["compare", paths["parquet"], "--label", "y", "--score", "margin", "--score", "proba"]
+    _, err = run(*args, "--stream", "--method", "platt", "--format", "json", "--output", report)
+    rows = [(r["method"], r["input"]) for r in json.loads(report.read_text())["results"]]
+    assert rows == [("platt", "mean(margin, proba)")]
+    assert "the one-score methods read the row mean of margin, proba" in err
+    assert "--no-stream" in err
+
+
 # --------------------------------------------------------------------------- the plot extra
 
 
