@@ -13,6 +13,8 @@ Nodes emitted on the float64 score ``s`` (N, 1)::
     basis="exp" (default):  B = Exp(Gemm(Log(uv), [[k], [d - k]], log C(d, k)))
     basis="pow":            B = Pow(u, k) * Pow(v, d - k) * C(d, k)
     eta = Gemm(B, coef - coef[0], coef[0])
+    eta = eta + Mul(Mul(Log(Min(Abs(z), 1e100) + 1), tail_slope_), Sign(z))
+                                  (logistic, when tail_slope_ is not 0)
     p   = Sigmoid(eta) (loss="log")  |  Clip(eta, 0, 1) (loss="squared")
 
 This is the formula ``BernsteinCalibrator.predict_proba`` evaluates (its
@@ -38,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import comb, gammaln
 
+from bernonnx._core.tail import TAIL_CAP
 from bernonnx.converters._graph import GraphWriter, rescale_scores
 
 TINY = 1e-300
@@ -52,8 +55,8 @@ def _affine(g: GraphWriter, s: str, shift, slopes):
     return g.node("Mul", [d, g.const("slopes", slopes[None, :])])
 
 
-def _uv(g: GraphWriter, s: str, cal) -> str:
-    """``[u, v]`` (N, 2), floored at 1e-300."""
+def _uv(g: GraphWriter, s: str, cal) -> tuple[str, str | None]:
+    """``[u, v]`` (N, 2), floored at 1e-300, and the logistic transform's ``z`` (N, 1)."""
     tiny = g.const("tiny", TINY)
     # extreme scores: rescale first, exactly as Python does
     s = rescale_scores(g, s, int(getattr(cal, "score_exponent_", 0)))
@@ -61,7 +64,7 @@ def _uv(g: GraphWriter, s: str, cal) -> str:
         a = _affine(g, s, cal.shift_, [cal.scale_, cal.scale_below_])
         z = g.reduce("ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
         uv = g.node("Sigmoid", [g.node("MatMul", [z, g.const("pm", [[1.0, -1.0]])])])
-        return g.node("Max", [uv, tiny], "uv")
+        return g.node("Max", [uv, tiny], "uv"), z
     zero, one = g.const("zero", 0.0), g.const("one", 1.0)
     if cal.score_transform == "minmax":
         a = _affine(g, s, cal.shift_, [cal.scale_])
@@ -73,7 +76,16 @@ def _uv(g: GraphWriter, s: str, cal) -> str:
         ramps = g.node("Clip", [ramps, zero, one])
         u = g.node("MatMul", [ramps, g.const("dlevels", np.diff(levels).reshape(k, 1))], "u")
     uv = g.node("Gemm", [u, g.const("to_uv", [[1.0, -1.0]]), g.const("uv0", [0.0, 1.0])])
-    return g.node("Max", [uv, tiny], "uv")
+    return g.node("Max", [uv, tiny], "uv"), None
+
+
+def _tail(g: GraphWriter, z: str, slope: float, pair: bool) -> str:
+    """``tail_slope * sign(z) * log(1 + min(|z|, cap))`` as ``bernonnx._core.tail`` computes it;
+    (N, 2) ``[-t, t]`` with ``pair``."""
+    capped = g.node("Min", [g.node("Abs", [z]), g.const("tail_cap", TAIL_CAP)])
+    log = g.node("Log", [g.node("Add", [capped, g.const("one", 1.0)])])
+    t = g.node("Mul", [g.node("Mul", [log, g.const("tail_slope", slope)]), g.node("Sign", [z])])
+    return g.node("Mul", [t, g.const("pm_tail", [[-1.0, 1.0]])]) if pair else t
 
 
 def log_binomial(n, k):
@@ -140,8 +152,12 @@ def emit_bernstein(
         zero = g.const("zero", 0.0)
         eta = g.node("Add", [g.node("Clip", [scores, zero, zero]), g.const("c0", c0[None, :])])
     else:
-        b = _basis(g, _uv(g, scores, cal), degree, basis)
+        uv, z = _uv(g, scores, cal)
+        b = _basis(g, uv, degree, basis)
         eta = g.node("Gemm", [b, g.const("rise", rise), g.const("c0", c0)], "eta")
+        slope = float(getattr(cal, "tail_slope_", 0.0))
+        if slope and z is not None:
+            eta = g.node("Add", [eta, _tail(g, z, slope, pair)], "eta_tail")
     if cal.loss == "log":
         return g.node("Sigmoid", [eta], "p")
     return g.node("Clip", [eta, g.const("zero", 0.0), g.const("one", 1.0)], "p")
