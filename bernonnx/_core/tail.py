@@ -12,10 +12,10 @@ polynomial keeps the map strictly increasing where the polynomial is flat in
 floating point, and still bounded: at most ``tail_slope * 230`` (0.023 at the
 default slope) for any score. Its increments between two scores are
 ``tail_slope * dz / (1 + |z|)``: at ``tail_slope = 1e-4`` they exceed the
-rounding of a log-odds of magnitude 4 (``8.9e-16``) down to relative score
-gaps of ``1e-11``, which kept every test-score pair of the quality study apart
-whose scores differ by more than ``1e-12`` relative (naive Bayes scores near
--5e8 are ``1e-10`` apart relative). Scores a few units in the last place apart
+rounding of a log-odds of magnitude 4 (``8.9e-16``) down to gaps ``dz`` of
+``1e-11 (1 + |z|)``. On the quality study's 120 fits this kept apart every pair
+of neighbouring test scores more than 4 ulps apart (naive Bayes scores near -5e8
+are ``1e-10`` apart relative). Scores a few units in the last place apart
 (a random forest's averaged votes) cannot be kept apart by any computation
 that subtracts a shift first.
 
