@@ -14,7 +14,7 @@ scored by test log loss. The reference is the better of scikit-learn's
 A *case* is one (data set, model) pair; its gap is that of the log losses
 averaged over the seeds. The issue's target counts the 20 cases of the five
 issue models (all but MLPClassifier): at least 18 wins and no gap above
-+0.05%. Issue 24's protocol: tune on credit and magic, seeds 0-2
++0.05%. The protocol: tune on credit and magic, seeds 0-2
 (``--datasets credit,magic --seeds 0,1,2``); report on diabetes and shoppers, seeds
 0-2, and on all four tables, seeds 3-5.
 
