@@ -28,8 +28,8 @@ from _candidates import _loss, compress
 from scipy.optimize import lsq_linear
 from scipy.special import comb, expit
 
-from bernonnx._newton import fold_of
-from bernonnx._transforms import fit_transform_params, logistic_z
+from bernonnx._core.points import fold_of
+from bernonnx._core.transforms import fit_transform_params, logistic_z
 
 LAMBDAS = (np.inf, 1.0, 0.1, 0.01, 1e-3, 1e-4, 0.0)
 DENSE = (np.inf, *np.logspace(1, -6, 15), 0.0)
