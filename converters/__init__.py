@@ -33,7 +33,24 @@ __all__ = ["MIN_OPSET", "register_converters"]
 
 
 def register_converters() -> None:
-    """Register every bernonnx estimator with skl2onnx (safe to call repeatedly)."""
+    """Register every bernonnx estimator with skl2onnx (safe to call repeatedly).
+
+    Examples
+    --------
+    After it, skl2onnx's own ``to_onnx`` converts a Pipeline ending in a calibrator:
+
+    >>> import numpy as np
+    >>> from skl2onnx import to_onnx
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from bernonnx import PlattCalibrator
+    >>> from bernonnx.converters import register_converters
+    >>> register_converters()
+    >>> s = np.linspace(-3, 3, 100).reshape(-1, 1)
+    >>> model = make_pipeline(StandardScaler(), PlattCalibrator()).fit(s, s[:, 0] > 0.3)
+    >>> [output.name for output in to_onnx(model, s[:1]).graph.output]
+    ['output_label', 'output_probability']
+    """
     from skl2onnx import update_registered_converter
     from skl2onnx.common._registration import register_converter, register_shape_calculator
 

@@ -89,7 +89,16 @@ def _tail(g: GraphWriter, z: str, slope: float, pair: bool) -> str:
 
 
 def log_binomial(n, k):
-    """``log C(n, k)`` in float64 (no overflow at any degree)."""
+    """``log C(n, k)`` in float64 (no overflow at any degree).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(np.exp(log_binomial(4, 2)))
+    6.0
+    >>> round(float(log_binomial(1000, 500)), 4)  # C(1000, 500) overflows float64
+    689.4673
+    """
     return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 

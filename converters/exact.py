@@ -79,7 +79,25 @@ FORESTS = (RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier)
 
 
 def exact_supported(model, method: str) -> bool:
-    """True when this module emits ``method``'s scores of ``model`` exactly."""
+    """True when this module emits ``method``'s scores of ``model`` exactly.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> exact_supported(LogisticRegression(), "predict_proba")
+    True
+    >>> exact_supported(RandomForestClassifier(), "predict_proba")
+    True
+
+    A forest has no ``decision_function``; skl2onnx's neighbours are not exact:
+
+    >>> exact_supported(RandomForestClassifier(), "decision_function")
+    False
+    >>> exact_supported(KNeighborsClassifier(), "predict_proba")
+    False
+    """
     if booster_kind(model) is not None:
         return booster_supported(model, method)
     # boosting: raw scores, or binary probabilities (expit of the raw score)

@@ -89,7 +89,16 @@ def _sklearn_tree(t, values):
 
 def round_down_float32(t: np.ndarray) -> np.ndarray:
     """The largest float32 not above each float64 ``t``: for float32 ``x``,
-    ``x <= t`` exactly when ``x <= round_down_float32(t)``."""
+    ``x <= t`` exactly when ``x <= round_down_float32(t)``.
+
+    Examples
+    --------
+    0.1 rounds up to the float32 0.100000001, so the threshold steps down one float32;
+    1.0 is a float32 already, and past float32's range the largest float32 stands in:
+
+    >>> round_down_float32([0.1, 1.0, 1e300])
+    array([9.9999994e-02, 1.0000000e+00, 3.4028235e+38], dtype=float32)
+    """
     t = np.asarray(t, dtype=np.float64)
     with np.errstate(over="ignore"):
         r = t.astype(np.float32)

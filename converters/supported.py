@@ -162,6 +162,21 @@ def unsupported_steps(model) -> list[str]:
 
     ``model`` is what ``to_onnx`` was given: a ``CalibratedClassifier``, a
     ``FusionClassifier``, a calibrator, or a Pipeline ending in one of them.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> from bernonnx import CalibratedClassifier
+    >>> X, y = make_classification(200, random_state=0)
+    >>> unsupported_steps(CalibratedClassifier(LogisticRegression()).fit(X, y))
+    []
+    >>> [problem] = unsupported_steps(CalibratedClassifier(KNeighborsClassifier()).fit(X, y))
+    >>> import textwrap
+    >>> print(textwrap.fill(problem, 80))
+    base model (KNeighborsClassifier): skl2onnx's converter computes distances in
+    another order, so ties between neighbours can break the other way
     """
     problems = []
     if isinstance(model, Pipeline):
