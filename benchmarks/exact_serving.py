@@ -2,7 +2,7 @@
 
 What: for each supported base model, on the shared credit data (StandardScaler in a
 ColumnTransformer, one graph input per column, float32 features, prefit
-``CalibratedClassifier`` with the default calibrator; ``tests/_realdata.py`` builds
+``CalibratedClassifier`` with the default calibrator; ``benchmarks/_realdata.py`` builds
 them), two float32 graphs run in onnxruntime on one thread:
 
 1. ``base``: the fitted pipeline alone, ``skl2onnx.to_onnx`` with ``zipmap=False``
@@ -37,7 +37,6 @@ import skl2onnx
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
 from _harness import load_average, md_table  # noqa: E402
 from _realdata import BASE_MODELS, DEFAULT_DATA_DIR, Cell, fit_cell  # noqa: E402
 from onnx_serving import make_session, time_calls  # noqa: E402

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _realdata import DEFAULT_DATA_DIR
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -24,7 +25,6 @@ from sklearn.preprocessing import StandardScaler
 from bernonnx.metrics import calibration_report, log_loss_decomposition
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[1] / "shared" / "data"
 TABLES = {
     "magic_gamma_telescope.csv.gz": ("class", "h"),
     "uci_credit_card.csv.gz": ("default.payment.next.month", 1),
@@ -35,7 +35,7 @@ KEYS = ("ece", "ece_quantile", "rmsce", "rmsce_debiased", "smece")
 
 def _predictions():
     for name, (label, positive) in TABLES.items():
-        frame = pd.read_csv(DATA / name)
+        frame = pd.read_csv(DEFAULT_DATA_DIR / name)
         y = (frame.pop(label) == positive).to_numpy().astype(int)
         X = pd.get_dummies(frame.drop(columns=["ID"], errors="ignore")).to_numpy(float)
         X_fit, X_test, y_fit, y_test = train_test_split(

@@ -32,7 +32,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -61,9 +60,8 @@ from bernonnx.metrics import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import git_revision, machine, md_table, now  # noqa: E402
+from _realdata import DEFAULT_DATA_DIR  # noqa: E402
 
-DATA_ENV = "BERNONNX_SHARED_DATA"
-DEFAULT_DATA = Path(os.environ.get(DATA_ENV, Path(__file__).resolve().parents[2] / "shared/data"))
 LOG_LOSS_RATIO = 1.0005
 ECE_MARGIN = 0.002
 
@@ -255,7 +253,7 @@ def summary(name: str, results) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--rows", type=int, default=40_000, help="diabetes subsample")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--quick", action="store_true")

@@ -67,13 +67,13 @@ import bernonnx
 # seed 000's data, split and pipeline, shared with the diabetes study
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from _harness import Verdicts, load_average, md_table, now  # noqa: E402
+from _realdata import DEFAULT_DATA_DIR  # noqa: E402
 from diabetes_study import DATA_FILE, load_splits, make_pipeline  # noqa: E402
 
 from bernonnx import CalibratedClassifier, IsotonicCalibrator
 from bernonnx.export import DEFAULT_OPSET, check_parity, onnx_inputs, to_onnx
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 SEED = 0
 BATCH = 100_000
 LATENCY_BLOCK = 100  # single-row calls per graph before switching to the next graph

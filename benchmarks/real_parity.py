@@ -17,7 +17,7 @@ reports:
   (``to_onnx`` raised "cannot carry": expected, and only then, for an explicit float32
   export of values float32 cannot hold: magic, shoppers) or ``error`` (stage, exception).
 
-The matrix (``full``; data sets, splits, layouts, models: ``tests/_realdata.py``). Parts
+The matrix (``full``; data sets, splits, layouts, models: ``benchmarks/_realdata.py``). Parts
 1 to 5 on the data as read, ColumnTransformer layout, default dtype (a float64 graph):
 
 1. standard preprocessing, binary, prefit: 4 data sets x 12 base models;
@@ -61,25 +61,23 @@ import datetime
 import math
 import platform
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
 
+import _realdata as rd
 import numpy as np
 import onnx
 import onnxruntime
 import pandas as pd
 import skl2onnx
 import sklearn
+from _harness import md_table
+
+import bernonnx
+from bernonnx.export import PARITY_TOLERANCE
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-import _realdata as rd  # noqa: E402
-from _harness import md_table  # noqa: E402
-from _parity import PROMISED, tolerance  # noqa: E402
-
-import bernonnx  # noqa: E402
 
 MODELS = tuple(rd.BASE_MODELS)
 #: Graph dtypes, as the graph declares its inputs.
@@ -198,7 +196,8 @@ def summary_table(results: pd.DataFrame) -> str:
         lines.append(line)
     header = ["base model"]
     header += [
-        f"{g} graph: worst \\|Δp\\|; rows > {tolerance(g, PROMISED):g}" for g in GRAPH_DTYPES
+        f"{g} graph: worst \\|Δp\\|; rows > {PARITY_TOLERANCE[np.dtype(g)]:g}"
+        for g in GRAPH_DTYPES
     ]
     header += ["cells", "refused", "cells not as expected"]
     return md_table(header, lines)
@@ -341,7 +340,7 @@ def report(results: pd.DataFrame, *, command: str, seconds: float, note: str | N
         "the reverse, or an error). The tables are read as pandas reads them, nothing "
         "cast, except the `data=float32` cells (the float32 test); Python's "
         "`predict_proba` runs on the test rows as held, the graph is fed them at its "
-        "declared input types. Data, splits, layouts and models: `tests/_realdata.py`.",
+        "declared input types. Data, splits, layouts and models: `benchmarks/_realdata.py`.",
         "",
         "## By layout, data and dtype argument",
         "",

@@ -671,18 +671,14 @@ def real_scores(name: str) -> tuple[np.ndarray, np.ndarray] | None:
     set (2 stratified folds), and the labels as 0/1 floats; ``None`` without the data.
 
     The data sets, their categorical columns and the pipeline (standard scaling, one-hot)
-    are ``tests/_realdata.py``'s; every row is kept (diabetes: all 253,680). ``"diabetes
+    are ``_realdata.py``'s; every row is kept (diabetes: all 253,680). ``"diabetes
     x4"``: diabetes' scores and labels repeated 4 times (1,014,720 rows), the size of the
     targets of sections 1 and 4 on real scores.
     """
+    import _realdata as rd  # beside this script
     import pandas as pd
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.preprocessing import LabelEncoder
-
-    tests = str(HERE.parent / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    import _realdata as rd
 
     base, _, times = name.partition(" x")
     if times:
@@ -777,7 +773,7 @@ def table_real(cfg: Config, rep: Report) -> None:
         )
     text = (
         f"Scores: the out-of-fold `decision_function` of `{REAL_MODEL}` (2 stratified folds; "
-        "`tests/_realdata.py`'s pipeline: standard scaling, one-hot categorical columns) on "
+        "`benchmarks/_realdata.py`'s pipeline: standard scaling, one-hot categorical columns) on "
         "every row of each shared data set, at its own size; labels 0/1. Each cell: squared "
         "/ log loss, ours over the competitor timed in alternation with it (medians). Fit: "
         f"degree {DEGREE} against `IsotonicRegression.fit`; predict_proba on every row "

@@ -2,8 +2,9 @@
 
 Python's ``predict_proba`` against the graph run in onnxruntime (one thread, sequential:
 repeatable sums), on every row, labels identical. Imported by the test modules
-(``from _parity import ...``: pytest puts ``tests/`` on ``sys.path``) and by
-``tests/_realdata.py``, which the benchmarks import too.
+(``from _parity import ...``: pytest puts ``tests/`` on ``sys.path``). ``PROMISED`` is
+the library's :data:`bernonnx.export.PARITY_TOLERANCE`, which the real-data cells of
+``benchmarks/_realdata.py`` read directly.
 """
 
 from __future__ import annotations

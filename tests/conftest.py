@@ -11,11 +11,21 @@ What the test modules share lives in importable helpers beside this file (pytest
 
 - ``_parity.py``: the one tolerance table of ONNX parity (``TOLERANCE``, ``PROMISED``),
   ``run_onnx``, ``assert_parity``, ``assert_every_row``;
-- ``_scores.py``: generated scores and labels (``make_scores``, ``make_score_columns``);
-- ``_realdata.py``: the shared real data sets, loaded once per process (cached).
+- ``_scores.py``: generated scores and labels (``make_scores``, ``make_score_columns``).
+
+The shared real data sets (where they are, how to read and split them, the parity
+cells) are ``benchmarks/_realdata.py``, which the benchmark scripts use too: tests import
+it as ``benchmarks._realdata``, so the checkout's root goes on ``sys.path`` here (last,
+behind the installed package; ``python -m pytest`` from the root has it first already).
 """
 
 import os
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:
+    sys.path.append(ROOT)
 
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")

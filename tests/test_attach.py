@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from _realdata import DEFAULT_DATA_DIR, DataMissing, as_float, load, split
 from onnx import TensorProto, helper, numpy_helper
 from skl2onnx import to_onnx as skl2onnx_to_onnx
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from benchmarks._realdata import DEFAULT_DATA_DIR, DataMissing, as_float, load, split
 from bernonnx import (
     BernsteinCalibrator,
     IsotonicCalibrator,

@@ -20,12 +20,12 @@ import warnings
 
 import numpy as np
 import pytest
-from _realdata import DATASETS, DEFAULT_DATA_DIR, Cell, run_cell
 from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR, Cell, run_cell
 from bernonnx import CalibratedClassifier, FusionClassifier, MultivariateBernsteinCalibrator
 from bernonnx._meta import response_scores
 from bernonnx.export import InexactExportWarning, check_parity, to_onnx

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import sklearn.base
-from _realdata import DataMissing, calibration_scores
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import bernonnx
+from benchmarks._realdata import DataMissing, calibration_scores
 from bernonnx import (
     BernsteinCalibrator,
     CalibratedClassifier,

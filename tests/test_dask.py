@@ -14,12 +14,12 @@ pytest.importorskip("dask.dataframe", reason='needs the dask extra: pip install 
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
-from _realdata import DEFAULT_DATA_DIR, DataMissing, load, split  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 from scipy.special import expit  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 
 import bernonnx  # noqa: E402
+from benchmarks._realdata import DEFAULT_DATA_DIR, DataMissing, load, split  # noqa: E402
 from bernonnx import (  # noqa: E402
     BernsteinCalibrator,
     HistogramCalibrator,

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _realdata import DataMissing, calibration_scores
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 
+from benchmarks._realdata import DataMissing, calibration_scores
 from bernonnx import BernsteinCalibrator
 from bernonnx._base import AUTO_DEGREES
 from bernonnx._core.degree import fold_bins, mean_log_loss, select_degree_by_steps

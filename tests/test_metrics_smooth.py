@@ -7,7 +7,6 @@ the other measures against quantities known in closed form on generated data.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import quad
 
+from benchmarks._realdata import DEFAULT_DATA_DIR
 from bernonnx.metrics import (
     calibration_report,
     classwise_smooth_calibration_error,
@@ -25,8 +25,6 @@ from bernonnx.metrics import (
     smooth_calibration_error,
     top_label_smooth_calibration_error,
 )
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def _relplot():
@@ -87,11 +85,11 @@ def _shared_predictions():
         "magic_gamma_telescope.csv.gz": ("class", "h"),
         "uci_credit_card.csv.gz": ("default.payment.next.month", 1),
     }
-    if not DATA.is_dir():
-        pytest.skip(f"shared data folder {DATA} is absent")
+    if not DEFAULT_DATA_DIR.is_dir():
+        pytest.skip(f"shared data folder {DEFAULT_DATA_DIR} is absent")
     out = {}
     for name, (label, positive) in tables.items():
-        frame = pd.read_csv(DATA / name)
+        frame = pd.read_csv(DEFAULT_DATA_DIR / name)
         y = (frame.pop(label) == positive).to_numpy().astype(int)
         X = frame.drop(columns=[c for c in ("ID",) if c in frame]).to_numpy(float)
         X_fit, X_test, y_fit, y_test = train_test_split(X, y, test_size=0.5, random_state=0)

@@ -1,7 +1,7 @@
 """Issues 9 and 21: the exported graph gives Python's probabilities on every row of real
 data as users hold it, or ``to_onnx`` refuses.
 
-Each cell (``_realdata.quick_cells``) reads a shared table as pandas reads it, nothing
+Each cell (``benchmarks._realdata.quick_cells``) reads a shared table as pandas reads it, nothing
 cast (int64, float64, bool and string columns; credit's array from the bundled loader),
 fits a ``CalibratedClassifier`` in one of four layouts (a ColumnTransformer pipeline, a
 plain Pipeline or a bare model on the numeric frame, a float64 array), exports it with
@@ -23,7 +23,8 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from _realdata import DATASETS, DEFAULT_DATA_DIR, quick_cells, run_cell
+
+from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR, quick_cells, run_cell
 
 pytestmark = pytest.mark.skipif(
     not all((DEFAULT_DATA_DIR / spec.file).is_file() for spec in DATASETS.values()),

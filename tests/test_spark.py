@@ -13,7 +13,6 @@ import sys
 
 import numpy as np
 import pytest
-from _realdata import DEFAULT_DATA_DIR, DataMissing, load
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -21,6 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import bernonnx
+from benchmarks._realdata import DEFAULT_DATA_DIR, DataMissing, load
 from bernonnx import (
     BernsteinCalibrator,
     HistogramCalibrator,

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _realdata import DataMissing, calibration_scores
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit
@@ -29,6 +28,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 
 import bernonnx.stats as stats_module
+from benchmarks._realdata import DataMissing, calibration_scores
 from bernonnx import (
     BernsteinCalibrator,
     HistogramCalibrator,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _realdata import DEFAULT_DATA_DIR, DataMissing, _read
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
@@ -15,6 +14,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from benchmarks._realdata import DEFAULT_DATA_DIR, DataMissing, _read
 from bernonnx import (
     BernsteinCalibrator,
     CalibratedClassifier,

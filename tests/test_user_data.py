@@ -19,7 +19,6 @@ import onnx
 import pandas as pd
 import pytest
 from _parity import PROMISED
-from _realdata import DATASETS, DEFAULT_DATA_DIR
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import (
     AdaBoostClassifier,
@@ -49,6 +48,7 @@ from sklearn.preprocessing import (
 )
 from sklearn.svm import LinearSVC
 
+from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR
 from bernonnx import CalibratedClassifier
 from bernonnx.datasets import load_credit_default
 from bernonnx.deploy import run_onnx

@@ -1,19 +1,23 @@
-"""Real-data parity cells: shared by ``tests/test_real_parity.py`` and the benchmark.
+"""The shared real data sets, as the tests and the benchmarks load them, and the parity cells.
 
-Not a public API. One *cell* is: a shared data set, a target (binary or multiclass), an
-input layout (a DataFrame into a ColumnTransformer pipeline, into a plain Pipeline or a
-bare model, or a float64 array), a preprocessing, a base model, a calibration mode
-(prefit or 3-fold), the calibrator options, the data's types (as read, or cast to
-float32) and ``to_onnx``'s ``dtype`` argument. :func:`run_cell` fits it in Python on the
+Not a public API. :data:`DATASETS` names each table of the shared data folder
+(:func:`default_data_dir`), :func:`load` reads it as pandas gives it and :func:`split`
+splits it; :func:`calibration_scores` gives a base model's scores on it.
+
+One parity *cell* is: a shared data set, a target (binary or multiclass), an input
+layout (a DataFrame into a ColumnTransformer pipeline, into a plain Pipeline or a bare
+model, or a float64 array), a preprocessing, a base model, a calibration mode (prefit or
+3-fold), the calibrator options, the data's types (as read, or cast to float32) and
+``to_onnx``'s ``dtype`` argument. :func:`run_cell` fits it in Python on the
 data as held, exports it with :func:`bernonnx.export.to_onnx`, feeds the graph every
 test row at its declared input types (:func:`bernonnx.export.onnx_inputs`) in
 onnxruntime (CPU, one thread) and compares with ``predict_proba`` on the same rows; or
 records the refusal an explicit float32 export must give (issue 21 item 6).
 
-Why here: the pytest module imports it as a sibling (pytest puts ``tests/`` on
-``sys.path``), and the benchmark script inserts ``tests/`` into ``sys.path``, the way
-``examples/`` share ``_study.py``. It stays out of the installed package, which does not
-depend on pandas, and out of the wheel.
+Why here: the benchmark scripts import it as a sibling (``import _realdata``, as they
+import ``_harness``), and the tests as ``benchmarks._realdata`` (``tests/conftest.py``
+puts the checkout's root on ``sys.path``); benchmarks never import ``tests/``. It stays
+out of the installed package, which does not depend on pandas, and out of the wheel.
 
 Choices, all deterministic:
 
@@ -53,7 +57,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _parity import PROMISED, graph_dtype, tolerance
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import (
@@ -81,7 +84,8 @@ from sklearn.svm import SVC, LinearSVC
 
 from bernonnx import CalibratedClassifier
 from bernonnx.deploy import run_onnx
-from bernonnx.export import onnx_inputs, to_onnx
+from bernonnx.export import PARITY_TOLERANCE, onnx_inputs, to_onnx
+from bernonnx.export.parity import _graph_float_dtype
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Set to a folder to override :func:`default_data_dir` (pytest takes no ``--data``).
@@ -584,9 +588,9 @@ def run_cell(cell: Cell, data_dir: Path | str = DEFAULT_DATA_DIR) -> dict:
             result["passed"] = result["expected"] == "refused"
             return result
         result["export_time"] = time.perf_counter() - start
-        graph = np.dtype(graph_dtype(onx))
+        graph = _graph_float_dtype(onx)  # as check_parity reads it
         result["graph_dtype"] = graph.name
-        result["tolerance"] = tolerance(graph, PROMISED)  # issue 9's targets
+        result["tolerance"] = PARITY_TOLERANCE[graph]  # what check_parity promises
         stage = "onnxruntime"
         outputs = run_onnx(onx, onnx_inputs(onx, X_test))
         stage = "compare"
