@@ -40,7 +40,7 @@ data ship with bernonnx.
 
 Run from the repository root::
 
-    python examples/fusion_study.py --out benchmarks/fusion_study.md   # full, ~8 min
+    python examples/fusion_study.py --out examples/fusion_study.md   # full, ~8 min
     python examples/fusion_study.py --quick                            # CI smoke run
     python examples/fusion_study.py --quick --plot fusion.png          # contour plot too
 """
