@@ -585,6 +585,7 @@ def _dask_rows(n=4000, seed=22):
     return s, y
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("dask")
 def test_issue_22_dask_predict_proba_refuses_two_columns(dask_client):
     """A frame [id, s] had its id column calibrated (dp 0.70); fit refused it already."""
@@ -604,6 +605,7 @@ def test_issue_22_dask_predict_proba_refuses_two_columns(dask_client):
     np.testing.assert_array_equal(p, cal.predict_proba(s)[:, 1])
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("dask")
 def test_issue_22_dask_empty_and_zero_weight_partitions(dask_client):
     """Empty partitions crashed fit ("cannot reshape array of size 0")."""
@@ -629,6 +631,7 @@ def test_issue_22_dask_empty_and_zero_weight_partitions(dask_client):
         np.testing.assert_allclose(cal.predict_proba(s), ref.predict_proba(s), rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("dask")
 @pytest.mark.filterwarnings("ignore:Dask currently has limited support:UserWarning")
 @pytest.mark.parametrize("column", ["y", "s"])
@@ -646,6 +649,7 @@ def test_issue_22_dask_pd_na_is_a_named_value_error(dask_client, column):
         BernsteinCalibrator().fit(frame[["s"]], frame["y"])
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("dask")
 def test_issue_22_dask_data_changing_between_passes(dask_client):
     """Scores drawn anew on each compute ended in an IndexError in weighted_quantiles."""
@@ -701,6 +705,7 @@ def spark_session():
 
 
 _SPARK_WARNINGS = [
+    pytest.mark.slow,
     pytest.mark.xdist_group("spark"),
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
     pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),

@@ -73,6 +73,7 @@ def test_objective_matches_full_cvxpy_problem(loss, transform, degree):
     assert ours <= reference * (1 + 1e-6)
 
 
+@pytest.mark.slow  # 40,000 rows against the full cvxpy problem
 @pytest.mark.parametrize("loss", LOSSES)
 def test_objective_matches_full_problem_on_large_n(loss):
     # above 2**15 rows the log loss is solved on binned data, then polished

@@ -96,6 +96,7 @@ def test_console_script_smoke(scores_csv, tmp_path):
 # --------------------------------------------------------------------------- demo
 
 
+@pytest.mark.slow  # the whole demo: every calibrator, plots, export, Triton
 def test_demo_quick_writes_plots_onnx_and_triton(run, tmp_path):
     out, err = run("demo", "--quick", "--out", tmp_path / "demo")
     folder = tmp_path / "demo"
@@ -174,6 +175,7 @@ def test_compare_holdout_metrics_are_the_held_out_rows(run, scores_csv, tmp_path
         assert row[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.slow  # every one-score method on 3 folds, and the plot
 def test_compare_cross_validation_defaults_and_plot(run, scores_csv, tmp_path):
     path, _, _ = scores_csv
     out_file, plot = tmp_path / "cv.json", tmp_path / "cv.png"

@@ -202,8 +202,31 @@ def expected_failures(estimator):
     return MULTI_SCORE_XFAIL if entry.multi else ONE_SCORE_XFAIL
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failures)
+def _slow_checks(estimator) -> bool:
+    """The estimators whose checks took 85% of this module's time (measured with
+    ``--durations``): the default multiclass calibrator's 5-fold search inside 3 folds,
+    the fusion's folds, the cvxpy solver, the tensor product's log loss."""
+    if isinstance(estimator, FusionClassifier):
+        return True
+    if isinstance(estimator, CalibratedClassifier):
+        return estimator.calibrator is None
+    if isinstance(estimator, MultivariateBernsteinCalibrator):
+        return estimator.loss == "log"
+    return getattr(estimator, "solver", None) == "cvxpy"
+
+
+@parametrize_with_checks(
+    [e for e in ESTIMATORS if not _slow_checks(e)], expected_failed_checks=expected_failures
+)
 def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@parametrize_with_checks(
+    [e for e in ESTIMATORS if _slow_checks(e)], expected_failed_checks=expected_failures
+)
+def test_sklearn_compatible_slow_estimators(estimator, check):
     check(estimator)
 
 

@@ -30,8 +30,9 @@ from bernonnx.dask import predict_proba  # noqa: E402
 
 EXACT = 1e-9
 
-# one worker runs the module: one LocalCluster for the suite, not one per xdist worker
-pytestmark = pytest.mark.xdist_group("dask")
+# one worker runs the module: one LocalCluster for the suite, not one per xdist worker;
+# starting it makes the module slow, outside the quick run (pytest -m "not slow")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+#: each runs a script in a fresh interpreter (13 to 33 s): outside the quick run
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 needs_shared = pytest.mark.skipif(

@@ -80,6 +80,7 @@ def test_monotone_in_every_base_score_and_valid_probabilities():
     assert np.all(np.diff(p, axis=0) >= 0) and np.all(np.diff(p, axis=1) >= 0)
 
 
+@pytest.mark.slow  # 6,000 rows, the default degree search
 def test_fusion_beats_each_base_model_alone_on_held_out_log_loss():
     from sklearn.metrics import log_loss
 

@@ -261,6 +261,7 @@ def test_distinct_scores_stay_distinct_along_every_axis(loss, transform):
 # --- statistical value -------------------------------------------------------------
 
 
+@pytest.mark.slow  # large samples, the default degree search
 def test_two_scores_beat_the_1d_calibrator_on_their_mean():
     def data(n, seed):
         rng = np.random.default_rng(seed)

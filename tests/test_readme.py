@@ -136,6 +136,7 @@ def test_study_without_its_data_says_where_to_get_it(tmp_path):
     assert "https://" in message and "--data PATH" in message and "BERNONNX_SHARED_DATA" in message
 
 
+@pytest.mark.slow  # the quick study, run to the end
 def test_credit_study_falls_back_to_the_bundled_copy(tmp_path):
     done = run_study("credit_card_study.py", "--quick", "--data", str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+#: runs examples/serving.py in a fresh interpreter: outside the quick run
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "serving.py"
 NODE_READY = (

@@ -38,6 +38,8 @@ pytest.importorskip("pyarrow", reason="the spark extra is not installed")
 from bernonnx.spark import SparkSource, fit_calibrator, with_probability  # noqa: E402
 
 pytestmark = [
+    # a JVM and a Spark session: slow, outside the quick run (pytest -m "not slow")
+    pytest.mark.slow,
     # one worker runs the module: one JVM for the suite, not one per xdist worker
     pytest.mark.xdist_group("spark"),
     # pyspark 4 asks for pandas < 3 on every Arrow conversion and passes pandas 3 a
