@@ -133,6 +133,7 @@ def compare_args(path, *extra, methods=METHODS):
     return args
 
 
+@pytest.mark.slow  # compare three times over every method and the fusion
 def test_compare_formats_agree(run, scores_csv):
     path, _, _ = scores_csv
     table, _ = run(*compare_args(path))

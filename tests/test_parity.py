@@ -853,6 +853,7 @@ def fitted_three_model_fusion(n_classes):
     return fusion.fit(X, labels), X
 
 
+@pytest.mark.slow  # every supported base model, folds and a fusion in one graph
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_one_graph_holds_every_base_model_and_the_fusion(n_classes, dtype):
