@@ -18,7 +18,7 @@ the default's folds (a hash of the row position), on 512 rank bins per fold
 (``rule="min"``: least mean loss; ``"1se"`` / ``"2se"``: the most shrunk within one
 or two paired standard errors of it): a continuous path from Platt to the free fit,
 meant to vary less between neighbouring choices than a choice of degree does.
-Results: ``quality_study_results.md`` (it did not meet the design target).
+Results: ``quality_study.md`` (it did not meet the design target).
 """
 
 from __future__ import annotations

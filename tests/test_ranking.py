@@ -11,13 +11,13 @@ the raw score's.
 import numpy as np
 import pytest
 from _parity import run_onnx, tolerance
-from _realdata import DEFAULT_DATA_DIR, DataMissing, load, split
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.frozen import FrozenEstimator
 from sklearn.metrics import roc_auc_score
 from sklearn.naive_bayes import GaussianNB
 
+from benchmarks._realdata import DEFAULT_DATA_DIR, DataMissing, load, split
 from bernonnx import BernsteinCalibrator, CalibratedClassifier, to_onnx
 from bernonnx._core.transforms import logistic_z, rescale
 from bernonnx._meta import response_scores
