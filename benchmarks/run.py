@@ -14,7 +14,12 @@ against a target, with PASS/FAIL:
    vs ``LogisticRegression().fit`` on the same scores, timed in alternation;
 7. transform robustness on heavy-tailed scores: held-out ECE and log loss per transform;
 8. real data: sections 1, 4 and 6 again on every row of the four shared data sets (the
-   scores of a base model, out of fold), at their own sizes (12,330 to 253,680 rows).
+   scores of a base model, out of fold), at their own sizes (12,330 to 253,680 rows);
+9. calibration-set sizes and serving: the default ``BernsteinCalibrator()`` at n = 1e3 ..
+   1e5 on heavy-tailed scores vs ``LogisticRegression().fit``, ``PlattCalibrator`` vs
+   scikit-learn's sigmoid fit, the default's fit vs ``IsotonicRegression.fit`` on held-out
+   decision scores of the shared data, and the exported graph's batch throughput vs the
+   base model's own graph (``exact_serving.py``), each with the load average beside it.
 
 Data (sections 1 to 7): scores ``s ~ N(0, 1)``, labels ``y ~ Bernoulli(sigmoid(3 s - 1))``,
 fixed seed. The heavy-tailed variant multiplies 1% of the scores (chosen at random, after
@@ -807,9 +812,9 @@ def table_real(cfg: Config, rep: Report) -> None:
     )
 
 
-# ---------------------------------------------------------------------------- issue 25
+# ---------------------------------------------------------------------------- small sizes, serving
 
-#: Issue 25's bounds at calibration-set sizes: the default's fit against isotonic's on
+#: Bounds at calibration-set sizes: the default's fit against isotonic's on
 #: real held-out scores, Platt against scikit-learn's sigmoid fit, and the exported
 #: graph's batch throughput against the base model's own graph.
 DEFAULT_VS_ISOTONIC = 3.0
@@ -845,7 +850,7 @@ def held_out_scores(data: str, model: str) -> tuple[np.ndarray, np.ndarray] | No
     return np.asarray(s, dtype=np.float64), (y == np.unique(y)[1]).astype(np.float64)
 
 
-def table_issue25(cfg: Config, rep: Report) -> None:
+def table_small_sizes(cfg: Config, rep: Report) -> None:
     from sklearn.calibration import _SigmoidCalibration
 
     from bernonnx import PlattCalibrator
@@ -866,7 +871,7 @@ def table_issue25(cfg: Config, rep: Report) -> None:
         )
 
     for n in cfg.auto_ns:
-        progress(f"issue 25: degree='auto' and Platt, heavy-tailed scores, n={n:.0e}")
+        progress(f"section 9: degree='auto' and Platt, heavy-tailed scores, n={n:.0e}")
         s, y = make_data(n, heavy=True)
         column = s[:, None]
         lr, auto, platt, sigmoid = interleaved_medians(
@@ -893,7 +898,7 @@ def table_issue25(cfg: Config, rep: Report) -> None:
             PLATT_VS_SIGMOID,
         )
     for data, model in HELD_OUT if cfg.name == "full" else HELD_OUT[:1]:
-        progress(f"issue 25: held-out scores of {model} on {data}")
+        progress(f"section 9: held-out scores of {model} on {data}")
         scores = held_out_scores(data, model)
         if scores is None:
             continue
@@ -923,7 +928,7 @@ def table_issue25(cfg: Config, rep: Report) -> None:
 
         models = list(BASE_MODELS)
     for model in models if cfg.name == "full" else models[:1]:
-        progress(f"issue 25: graph throughput at batch 100k, {model}")
+        progress(f"section 9: graph throughput at batch 100k, {model}")
         cells, ratio = serving_row(model, 100, 20, cfg.repeat)
         if ratio is None:
             load = f"{os.getloadavg()[0]:.1f}"
@@ -941,7 +946,7 @@ def table_issue25(cfg: Config, rep: Report) -> None:
             ]
         )
     rep.add(
-        "9. Issue 25: calibration-set sizes and serving",
+        "9. Calibration-set sizes and serving",
         "One BLAS thread; each ratio from calls timed in alternation with its competitor "
         "in this run (medians), the 1-minute load average beside it. Generated scores: "
         "section 6's with 1% of the scores times 30 (heavy tails). Held-out scores: "
@@ -994,7 +999,7 @@ TABLES = (
     table_auto,
     table_robustness,
     table_real,
-    table_issue25,
+    table_small_sizes,
 )
 
 
