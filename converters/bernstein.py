@@ -30,7 +30,7 @@ calibrator float32 base scores; since the base models' scores arrive exact,
 its rounding would be the graph's largest error.)
 
 With the logistic transform the default graph is ``predict_proba``'s own
-evaluation (``bernonnx._bernstein.logistic_eta_blocks``): one ``Exp`` per score
+evaluation (``bernonnx._core.basis.logistic_eta_blocks``): one ``Exp`` per score
 and ``2d`` products and sums, where the ``exp`` basis takes ``d + 1`` exponentials
 per score (at batch 100,000 and degree 50: 15 ms against 52 ms in
 onnxruntime, one thread).
@@ -50,9 +50,9 @@ import numpy as np
 from onnx import TensorProto
 from scipy.special import comb, gammaln
 
-from bernonnx._bernstein import _FLUSH_BELOW as FLUSH_BELOW
-from bernonnx._bernstein import _rise_pair as rise_pair
-from bernonnx._transforms import _MAX_DIFF as MAX_DIFF
+from bernonnx._core.basis import _FLUSH_BELOW as FLUSH_BELOW
+from bernonnx._core.basis import _rise_pair as rise_pair
+from bernonnx._core.transforms import _MAX_DIFF as MAX_DIFF
 from bernonnx.converters._graph import GraphWriter, rescale_scores
 
 TINY = 1e-300
@@ -125,7 +125,7 @@ def _basis(g: GraphWriter, uv: str, degree: int, basis: str) -> str:
 
 
 def _square_and_multiply(g: GraphWriter, x: str, n: int) -> str:
-    """``x ** n`` by the products of ``bernonnx._bernstein._int_power``, in its order."""
+    """``x ** n`` by the products of ``bernonnx._core.basis._int_power``, in its order."""
     out, base = None, x
     while n:
         if n & 1:
@@ -139,8 +139,8 @@ def _square_and_multiply(g: GraphWriter, x: str, n: int) -> str:
 def _logistic_horner_eta(g: GraphWriter, s: str, cal) -> str:
     """``eta`` (N, 1) of the logistic transform as ``predict_proba`` computes it.
 
-    ``bernonnx._bernstein.logistic_eta_blocks`` after
-    ``bernonnx._transforms.logistic_neg_abs_z_into``, node for node: ``t =
+    ``bernonnx._core.basis.logistic_eta_blocks`` after
+    ``bernonnx._core.transforms.logistic_neg_abs_z_into``, node for node: ``t =
     exp(-|z|)`` (one ``Exp`` per score), ``lead = (1 / (1 + t))^d`` by repeated
     squaring, and ``sum_k a_k t^k`` by Horner in ``t``, ``a`` the rises times
     ``C(d, k)`` for rows with ``z <= 0`` and the same reversed for the others.
