@@ -31,6 +31,7 @@ from ._core.points import Points, fold_of
 from ._core.qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
 from ._core.quantiles import weighted_quantiles
 from ._core.sources import RowPasses, summarise
+from ._core.tail import TAIL_SLOPE, log_tail_into
 from ._core.transforms import (
     apply_transform,
     fit_transform_params,
@@ -90,7 +91,11 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         increasing by construction and distinct scores stay distinct in
         floating point, which keeps the ranking (and AUC) exactly. It moves
         the optimal loss by a relative amount of order ``min_slope``. 0 gives
-        the plain non-decreasing fit.
+        the plain non-decreasing fit. With ``loss="log"`` and
+        ``score_transform="logistic"``, a positive ``min_slope`` also adds the
+        tail term ``tail_slope_ * sign(z) * log(1 + |z|)`` to the log-odds (see
+        Notes), which keeps scores far in the tails distinct where the
+        polynomial is flat in floating point.
 
     Attributes
     ----------
@@ -111,6 +116,10 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
     n_features_in_ : int
         Always 1.
 
+    tail_slope_ : float
+        Slope of the tail term: ``1e-4`` with ``loss="log"``,
+        ``score_transform="logistic"``, ``min_slope > 0`` and scores that are
+        not constant; else 0.
     score_exponent_ : int
         Scores are multiplied by ``2^score_exponent_`` before the transform;
         0 unless the fitted scores are extreme (largest magnitude above
@@ -128,6 +137,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         u   = interp(s, knots_, levels_)         # "quantile"
         v   = 1 / (1 + exp(z))  (logistic), else 1 - u
         eta = c[0] + sum_k (c[k] - c[0]) C(d, k) u^k v^(d - k)
+        eta = eta + tail_slope_ * sign(z) * log(1 + min(|z|, 1e100))  # "logistic", "log"
         p   = clip(eta, 0, 1)                   # loss="squared"
         p   = 1 / (1 + exp(-eta))               # loss="log"
         predict_proba = [1 - p, p]
@@ -146,6 +156,13 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
     polishes with exact passes over all rows (loss and gradient of the rows,
     Hessian of the bins) until the predicted decrease is below ``1e-12`` of
     the loss.
+
+    The tail term is not part of the fit: it is a strictly increasing,
+    bounded addition (at most ``0.023`` in log-odds for any score) that keeps
+    the ranking of scores whose warp ``u`` rounds to 0 or 1 against the
+    polynomial's coefficients (naive Bayes log-odds of -5e8). Measured on the
+    quality study's fits, it moved the test log loss by at most 6e-6
+    relative.
 
     Constant scores cannot be ranked: the transform becomes constant and the
     calibrator predicts the weighted base rate.
@@ -270,7 +287,10 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
             self.coef_ = np.full(
                 self.degree_ + 1, constant_level(self.loss, base_rate(points), lo, hi)
             )
+            self.tail_slope_ = 0.0
             return self
+        strict_tails = self.loss == "log" and self.score_transform == "logistic"
+        self.tail_slope_ = TAIL_SLOPE if strict_tails and self.min_slope > 0 else 0.0
 
         chains = [
             Chain((d + 1,), lo, hi, float(self.min_slope), _SOLVERS[self.solver]) for d in degrees
@@ -309,17 +329,24 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         n = s.shape[0]
         out = np.empty((n, 2) if pair else n, dtype=s.dtype)
         p = out[:, 1] if pair else out
+        tail_slope = getattr(self, "tail_slope_", 0.0)  # 0 in models fitted before it
+        logistic_tail = tail_slope and self.score_transform == "logistic"
+        tail = np.empty(n) if logistic_tail else None
         if self.score_transform == "logistic":
             # u^k v^(d-k) from exp(-|z|) alone: the same polynomial, one exp per score;
             # z, the polynomial, the link and both columns block by block, in cache
             def neg_abs_z_into(sl, lower, into, scratch):
                 logistic_neg_abs_z_into(scaled[sl], params, lower, into, scratch)
+                if tail is not None:
+                    log_tail_into(into, lower, tail_slope, tail[sl])
 
             blocks = logistic_eta_blocks(n, self.coef_, neg_abs_z_into)
         else:
             uv = apply_transform(self.score_transform, scaled, params)
             blocks = [(slice(None), CURVE.eta(*uv, self.coef_))]
         for sl, eta in blocks:
+            if tail is not None:
+                eta += tail[sl]
             p[sl] = link(eta, self.loss, out=eta)
             if pair:
                 np.subtract(1, p[sl], out=out[sl, 0])

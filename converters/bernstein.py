@@ -18,6 +18,9 @@ Nodes emitted on the float64 score ``s`` (N, 1)::
              lead = (1 / (1 + t))^d                    (repeated squaring: Mul nodes)
              eta  = Where(z <= 0, horner(a, t), horner(reversed a, t)) * lead + coef[0]
                     a_k = C(d, k) (coef[k] - coef[0]); horner: d Mul and d Add nodes
+    eta = eta + Mul(Mul(Log(Min(Abs(z), 1e100) + 1), tail_slope_), Sign(z))
+                                  (logistic, when tail_slope_ is not 0; in the Horner
+                                  graph from -|z| as Python computes it)
     p   = Sigmoid(eta) (loss="log")  |  Clip(eta, 0, 1) (loss="squared")
 
 This is the formula ``BernsteinCalibrator.predict_proba`` evaluates (its
@@ -52,6 +55,7 @@ from scipy.special import comb, gammaln
 
 from bernonnx._core.basis import _FLUSH_BELOW as FLUSH_BELOW
 from bernonnx._core.basis import _rise_pair as rise_pair
+from bernonnx._core.tail import TAIL_CAP
 from bernonnx._core.transforms import _MAX_DIFF as MAX_DIFF
 from bernonnx.converters._graph import GraphWriter, rescale_scores
 
@@ -67,8 +71,8 @@ def _affine(g: GraphWriter, s: str, shift, slopes):
     return g.node("Mul", [d, g.const("slopes", slopes[None, :])])
 
 
-def _uv(g: GraphWriter, s: str, cal) -> str:
-    """``[u, v]`` (N, 2), floored at 1e-300."""
+def _uv(g: GraphWriter, s: str, cal) -> tuple[str, str | None]:
+    """``[u, v]`` (N, 2), floored at 1e-300, and the logistic transform's ``z`` (N, 1)."""
     tiny = g.const("tiny", TINY)
     # extreme scores: rescale first, exactly as Python does
     s = rescale_scores(g, s, int(getattr(cal, "score_exponent_", 0)))
@@ -76,7 +80,7 @@ def _uv(g: GraphWriter, s: str, cal) -> str:
         a = _affine(g, s, cal.shift_, [cal.scale_, cal.scale_below_])
         z = g.reduce("ReduceMax" if cal.scale_ >= cal.scale_below_ else "ReduceMin", a)
         uv = g.node("Sigmoid", [g.node("MatMul", [z, g.const("pm", [[1.0, -1.0]])])])
-        return g.node("Max", [uv, tiny], "uv")
+        return g.node("Max", [uv, tiny], "uv"), z
     zero, one = g.const("zero", 0.0), g.const("one", 1.0)
     if cal.score_transform == "minmax":
         a = _affine(g, s, cal.shift_, [cal.scale_])
@@ -88,7 +92,16 @@ def _uv(g: GraphWriter, s: str, cal) -> str:
         ramps = g.node("Clip", [ramps, zero, one])
         u = g.node("MatMul", [ramps, g.const("dlevels", np.diff(levels).reshape(k, 1))], "u")
     uv = g.node("Gemm", [u, g.const("to_uv", [[1.0, -1.0]]), g.const("uv0", [0.0, 1.0])])
-    return g.node("Max", [uv, tiny], "uv")
+    return g.node("Max", [uv, tiny], "uv"), None
+
+
+def _tail(g: GraphWriter, z: str, slope: float, pair: bool) -> str:
+    """``tail_slope * sign(z) * log(1 + min(|z|, cap))`` as ``bernonnx._core.tail`` computes it;
+    (N, 2) ``[-t, t]`` with ``pair``."""
+    capped = g.node("Min", [g.node("Abs", [z]), g.const("tail_cap", TAIL_CAP)])
+    log = g.node("Log", [g.node("Add", [capped, g.const("one", 1.0)])])
+    t = g.node("Mul", [g.node("Mul", [log, g.const("tail_slope", slope)]), g.node("Sign", [z])])
+    return g.node("Mul", [t, g.const("pm_tail", [[-1.0, 1.0]])]) if pair else t
 
 
 def log_binomial(n, k):
@@ -156,7 +169,8 @@ def _logistic_horner_eta(g: GraphWriter, s: str, cal) -> str:
     above = g.node("Mul", [diff, g.const("neg_scale", -float(cal.scale_))])
     below = g.node("Mul", [diff, g.const("scale_below", float(cal.scale_below_))])
     lower = g.node("GreaterOrEqual", [above, g.const("zero", 0.0)])
-    t = g.node("Exp", [g.node("Min", [above, below])], "t")
+    neg_abs_z = g.node("Min", [above, below])
+    t = g.node("Exp", [neg_abs_z], "t")
     big = g.node("Div", [g.const("one", 1.0), g.node("Add", [t, g.const("one", 1.0)])])
     # below 1e-120 t contributes nothing visible, and Python flushes it to keep
     # Horner's products out of the subnormals
@@ -175,6 +189,15 @@ def _logistic_horner_eta(g: GraphWriter, s: str, cal) -> str:
     poly = g.node("Where", [lower, *sums])
     poly = g.node("Mul", [poly, _square_and_multiply(g, big, degree)])
     eta = g.node("Add", [poly, g.const("c0", coef[0])])
+    slope = float(getattr(cal, "tail_slope_", 0.0))
+    if slope:
+        # bernonnx._core.tail.log_tail_into from -|z|: log(1 - max(-|z|, -cap)) * slope,
+        # negated where z <= 0
+        capped = g.node("Max", [neg_abs_z, g.const("neg_tail_cap", -TAIL_CAP)])
+        log = g.node("Log", [g.node("Sub", [g.const("one", 1.0), capped])])
+        tail = g.node("Mul", [log, g.const("tail_slope", slope)])
+        tail = g.node("Where", [lower, g.node("Neg", [tail]), tail])
+        eta = g.node("Add", [eta, tail], "eta_tail")
     return g.node("Reshape", [eta, g.const("column", [-1, 1], TensorProto.INT64)], "eta")
 
 
@@ -216,8 +239,12 @@ def emit_bernstein(
             if cal.loss != "log":
                 eta = g.node("Add", [eta, g.const("one_zero", [[1.0, 0.0]])])
     else:
-        b = _basis(g, _uv(g, scores, cal), degree, basis)
+        uv, z = _uv(g, scores, cal)
+        b = _basis(g, uv, degree, basis)
         eta = g.node("Gemm", [b, g.const("rise", rise), g.const("c0", c0)], "eta")
+        slope = float(getattr(cal, "tail_slope_", 0.0))
+        if slope and z is not None:
+            eta = g.node("Add", [eta, _tail(g, z, slope, pair)], "eta_tail")
     if cal.loss == "log":
         return g.node("Sigmoid", [eta], "p")
     return g.node("Clip", [eta, g.const("zero", 0.0), g.const("one", 1.0)], "p")

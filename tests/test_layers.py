@@ -45,6 +45,7 @@ LAYERS = {
     "bernonnx._core.chunks": CORE,
     "bernonnx._core.quantiles": CORE,
     "bernonnx._core.transforms": CORE,
+    "bernonnx._core.tail": CORE,
     "bernonnx._core.points": CORE,
     "bernonnx._core.newton": CORE,
     "bernonnx._core.degree": CORE,

@@ -2,7 +2,8 @@
 
 The math, engine-neutral: the Bernstein basis and tensor products (:mod:`.basis`,
 :mod:`.tensor`), the monotone QP (:mod:`.qp`), the score transforms
-(:mod:`.transforms`), the weighted quantiles in memory and streamed, side by side
+(:mod:`.transforms`), the strictly increasing tail term of the log-odds
+(:mod:`.tail`), the weighted quantiles in memory and streamed, side by side
 (:mod:`.quantiles`), what a fit reads (:mod:`.points`: ``Points``, the ``Rows``
 protocol, binning, folds), the fits (:mod:`.newton`) and the degree search
 (:mod:`.degree`), the key bins of ``partial_fit`` (:mod:`.keybins`) and rows in
