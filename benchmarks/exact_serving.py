@@ -60,26 +60,88 @@ def _tile(feed: dict, n: int) -> dict:
     return {k: np.concatenate([v] * reps)[:n] for k, v in feed.items()}
 
 
-def measure(sessions: dict, feed: dict, rows: int, warmup: int, repeats: int) -> dict:
-    """Median batch-1 latency (µs) and batch throughput (rows/s) per session, interleaved."""
-    singles = [{k: v[i : i + 1] for k, v in feed.items()} for i in range(rows)]
-    big = _tile(feed, BATCH)
+def measure(sessions: dict, feeds: dict, rows: int, warmup: int, repeats: int) -> dict:
+    """Median batch-1 latency (µs) and batch throughput (rows/s) per session, interleaved.
+
+    ``feeds[key]`` is session ``key``'s input, typed as its graph declares (skl2onnx
+    declares integer columns int64 where ours are float32)."""
+    singles = {
+        key: [{k: v[i : i + 1] for k, v in feed.items()} for i in range(rows)]
+        for key, feed in feeds.items()
+    }
+    big = {key: _tile(feed, BATCH) for key, feed in feeds.items()}
     out = {}
-    for s in sessions.values():
-        time_calls(lambda f, s=s: s.run(None, f), singles[:warmup])
-        s.run(None, big)
+    for key, s in sessions.items():
+        time_calls(lambda f, s=s: s.run(None, f), singles[key][:warmup])
+        s.run(None, big[key])
     lat = {key: [] for key in sessions}
     thr = {key: [] for key in sessions}
     for r in range(repeats):
         for key, s in sessions.items() if r % 2 == 0 else reversed(sessions.items()):
-            lat[key].append(time_calls(lambda f, s=s: s.run(None, f), singles))
-            thr[key].append(time_calls(lambda f, s=s: s.run(None, f), [big])[0])
+            lat[key].append(time_calls(lambda f, s=s: s.run(None, f), singles[key]))
+            thr[key].append(time_calls(lambda f, s=s: s.run(None, f), [big[key]])[0])
     for key in sessions:
         out[key] = (
             float(np.median(np.concatenate(lat[key]))) / 1e3,
             BATCH / (float(np.median(thr[key])) / 1e9),
         )
     return out
+
+
+HEADERS = [
+    "base model",
+    "base alone (skl2onnx): batch-1",
+    "ours: batch-1",
+    "base: rows/s at 100k",
+    "ours: rows/s at 100k",
+    "ours ÷ base",
+    "max \\|p − python\\|",
+    "≥ 50%?",
+]
+
+
+def serving_row(name: str, rows: int, warmup: int, repeats: int) -> tuple[list[str], float | None]:
+    """One row of the table for base model ``name``, and ours ÷ base (``None`` without base)."""
+    print(f"[exact_serving] {name}", file=sys.stderr, flush=True)
+    cell = Cell("credit", name, "float32")
+    model, X_test, _ = fit_cell(cell, DEFAULT_DATA_DIR)
+    ours = to_onnx(model, X_test[:5], dtype=np.float32)
+    feeds = {"ours": onnx_inputs(ours, X_test, np.float32)}
+    report = check_parity(model, ours, X_test)
+    sessions = {"ours": make_session(ours)}
+    base_note = ""
+    try:
+        pipeline = model.calibrated_classifiers_[0].estimator.estimator
+        final = pipeline.steps[-1][1]
+        # the score our graph calibrates: decision functions as raw scores
+        method = model.calibrated_classifiers_[0].response_method
+        options = {id(final): {"raw_scores": True} if method == "decision_function" else {}}
+        if "zipmap" in _allowed_options(final):
+            options[id(final)]["zipmap"] = False
+        base = skl2onnx.to_onnx(
+            pipeline, X_test[:5], options=options, target_opset={"": 17, "ai.onnx.ml": 3}
+        )
+        feeds["base"] = onnx_inputs(base, X_test, np.float32)
+        sessions["base"] = make_session(base)
+        sessions["base"].run(None, {k: v[:2] for k, v in feeds["base"].items()})
+    except Exception as exc:  # noqa: BLE001 - the table says skl2onnx fails
+        sessions.pop("base", None)
+        feeds.pop("base", None)
+        base_note = f"skl2onnx fails: {type(exc).__name__}"
+    timings = measure(sessions, feeds, rows, warmup, repeats)
+    o_lat, o_thr = timings["ours"]
+    ratio = None
+    if "base" in timings:
+        b_lat, b_thr = timings["base"]
+        ratio = o_thr / b_thr
+        cells = [f"{b_lat:.1f} µs", f"{o_lat:.1f} µs", f"{b_thr / 1e6:.2f} M", ""]
+        verdict = "yes" if ratio >= TARGET else "**no**"
+        ratio_text = f"{ratio:.2f}"
+    else:
+        cells = [base_note, f"{o_lat:.1f} µs", "—", ""]
+        verdict, ratio_text = "—", "—"
+    cells[3] = f"{o_thr / 1e6:.2f} M"
+    return [name, *cells, ratio_text, f"{report['max_abs_error']:.1e}", verdict], ratio
 
 
 def main(argv=None) -> int:
@@ -93,55 +155,7 @@ def main(argv=None) -> int:
         else list(BASE_MODELS)
     )
     rows, warmup, repeats = (300, 100, 3) if args.quick else (1000, 200, 7)
-    headers = [
-        "base model",
-        "base alone (skl2onnx): batch-1",
-        "ours: batch-1",
-        "base: rows/s at 100k",
-        "ours: rows/s at 100k",
-        "ours ÷ base",
-        "max \\|p − python\\|",
-        "≥ 50%?",
-    ]
-    lines = []
-    for name in models:
-        print(f"[exact_serving] {name}", file=sys.stderr, flush=True)
-        cell = Cell("credit", name, "float32")
-        model, X_test, _ = fit_cell(cell, DEFAULT_DATA_DIR)
-        ours = to_onnx(model, X_test[:5], dtype=np.float32)
-        feed = onnx_inputs(ours, X_test, np.float32)
-        report = check_parity(model, ours, X_test)
-        sessions = {"ours": make_session(ours)}
-        base_note = ""
-        try:
-            pipeline = model.calibrated_classifiers_[0].estimator.estimator
-            final = pipeline.steps[-1][1]
-            # the score our graph calibrates: decision functions as raw scores
-            method = model.calibrated_classifiers_[0].response_method
-            options = {id(final): {"raw_scores": True} if method == "decision_function" else {}}
-            if "zipmap" in _allowed_options(final):
-                options[id(final)]["zipmap"] = False
-            base = skl2onnx.to_onnx(
-                pipeline, X_test[:5], options=options, target_opset={"": 17, "ai.onnx.ml": 3}
-            )
-            sessions["base"] = make_session(base)
-            sessions["base"].run(None, {k: v[:2] for k, v in feed.items()})
-        except Exception as exc:  # noqa: BLE001 - the table says skl2onnx fails
-            sessions.pop("base", None)
-            base_note = f"skl2onnx fails: {type(exc).__name__}"
-        timings = measure(sessions, feed, rows, warmup, repeats)
-        o_lat, o_thr = timings["ours"]
-        if "base" in timings:
-            b_lat, b_thr = timings["base"]
-            ratio = o_thr / b_thr
-            cells = [f"{b_lat:.1f} µs", f"{o_lat:.1f} µs", f"{b_thr / 1e6:.2f} M", ""]
-            verdict = "yes" if ratio >= TARGET else "**no**"
-            ratio_text = f"{ratio:.2f}"
-        else:
-            cells = [base_note, f"{o_lat:.1f} µs", "—", ""]
-            verdict, ratio_text = "—", "—"
-        cells[3] = f"{o_thr / 1e6:.2f} M"
-        lines.append([name, *cells, ratio_text, f"{report['max_abs_error']:.1e}", verdict])
+    lines = [serving_row(name, rows, warmup, repeats)[0] for name in models]
     text = "\n".join(
         [
             "# Serving cost of the exact export (`python benchmarks/exact_serving.py`)",
@@ -151,7 +165,7 @@ def main(argv=None) -> int:
             f"(StandardScaler, 24 inputs), 7,500 test rows; load average at the end "
             f"{load_average()}.",
             "",
-            md_table(headers, lines),
+            md_table(HEADERS, lines),
             "",
         ]
     )

@@ -14,7 +14,12 @@ against a target, with PASS/FAIL:
    vs ``LogisticRegression().fit`` on the same scores, timed in alternation;
 7. transform robustness on heavy-tailed scores: held-out ECE and log loss per transform;
 8. real data: sections 1, 4 and 6 again on every row of the four shared data sets (the
-   scores of a base model, out of fold), at their own sizes (12,330 to 253,680 rows).
+   scores of a base model, out of fold), at their own sizes (12,330 to 253,680 rows);
+9. calibration-set sizes and serving: the default ``BernsteinCalibrator()`` at n = 1e3 ..
+   1e5 on heavy-tailed scores vs ``LogisticRegression().fit``, ``PlattCalibrator`` vs
+   scikit-learn's sigmoid fit, the default's fit vs ``IsotonicRegression.fit`` on held-out
+   decision scores of the shared data, and the exported graph's batch throughput vs the
+   base model's own graph (``exact_serving.py``), each with the load average beside it.
 
 Data (sections 1 to 7): scores ``s ~ N(0, 1)``, labels ``y ~ Bernoulli(sigmoid(3 s - 1))``,
 fixed seed. The heavy-tailed variant multiplies 1% of the scores (chosen at random, after
@@ -803,6 +808,154 @@ def table_real(cfg: Config, rep: Report) -> None:
     )
 
 
+# ---------------------------------------------------------------------------- small sizes, serving
+
+#: Bounds at calibration-set sizes: the default's fit against isotonic's on
+#: real held-out scores, Platt against scikit-learn's sigmoid fit, and the exported
+#: graph's batch throughput against the base model's own graph.
+DEFAULT_VS_ISOTONIC = 3.0
+PLATT_VS_SIGMOID = 1.2
+THROUGHPUT_VS_BASE = 0.5
+#: (data set, base model) of the held-out decision scores; ``tests/_realdata.py``'s
+#: calibration split (the rows neither the model nor the test set saw)
+HELD_OUT = tuple(
+    (data, model)
+    for data in ("shoppers", "magic", "credit")
+    for model in ("LogisticRegression", "HistGradientBoosting")
+)
+
+
+def held_out_scores(data: str, model: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``decision_function`` of ``model`` on ``data``'s calibration rows, labels 0/1."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    tests = str(HERE.parent / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import _realdata as rd
+
+    estimator = (
+        LogisticRegression(max_iter=1000)
+        if model == "LogisticRegression"
+        else HistGradientBoostingClassifier(random_state=SEED)
+    )
+    try:
+        s, y = rd.calibration_scores(data, estimator, "decision_function")
+    except rd.DataMissing:
+        return None
+    return np.asarray(s, dtype=np.float64), (y == np.unique(y)[1]).astype(np.float64)
+
+
+def table_small_sizes(cfg: Config, rep: Report) -> None:
+    from sklearn.calibration import _SigmoidCalibration
+
+    from bernonnx import PlattCalibrator
+
+    rows = []
+
+    def row(figure: str, n: str, t: float, ref: float, bound: float) -> None:
+        rows.append(
+            [
+                figure,
+                n,
+                f"{fmt_time(t)} / {fmt_time(ref)}",
+                fmt_ratio(t / ref),
+                f"≤ {bound:g}×",
+                rep.check(f"9. {figure}, {n} rows", t <= bound * ref),
+                f"{os.getloadavg()[0]:.1f}",
+            ]
+        )
+
+    for n in cfg.auto_ns:
+        progress(f"section 9: degree='auto' and Platt, heavy-tailed scores, n={n:.0e}")
+        s, y = make_data(n, heavy=True)
+        column = s[:, None]
+        lr, auto, platt, sigmoid = interleaved_medians(
+            [
+                lambda c=column, y=y: LogisticRegression().fit(c, y),
+                lambda s=s, y=y: BernsteinCalibrator().fit(s, y),
+                lambda s=s, y=y: PlattCalibrator().fit(s, y),
+                lambda s=s, y=y: _SigmoidCalibration().fit(s, y),
+            ],
+            cfg.repeat,
+        )
+        row(
+            'default (degree="auto") fit vs LogisticRegression',
+            f"{n:,}",
+            auto,
+            lr,
+            AUTO_VS_LOGISTIC,
+        )
+        row(
+            "PlattCalibrator fit vs scikit-learn's sigmoid",
+            f"{n:,}",
+            platt,
+            sigmoid,
+            PLATT_VS_SIGMOID,
+        )
+    for data, model in HELD_OUT if cfg.name == "full" else HELD_OUT[:1]:
+        progress(f"section 9: held-out scores of {model} on {data}")
+        scores = held_out_scores(data, model)
+        if scores is None:
+            continue
+        s, y = scores
+        iso, auto = interleaved_medians(
+            [
+                lambda s=s, y=y: isotonic().fit(s, y),
+                lambda s=s, y=y: BernsteinCalibrator().fit(s, y),
+            ],
+            cfg.repeat,
+        )
+        row(
+            f"default fit vs IsotonicRegression.fit, {model} on {data}",
+            f"{len(s):,}",
+            auto,
+            iso,
+            DEFAULT_VS_ISOTONIC,
+        )
+    from exact_serving import serving_row
+
+    models = ["SGDClassifier", "GaussianNB", "LogisticRegression"]
+    if cfg.name == "full":
+        tests = str(HERE.parent / "tests")
+        if tests not in sys.path:
+            sys.path.insert(0, tests)
+        from _realdata import BASE_MODELS
+
+        models = list(BASE_MODELS)
+    for model in models if cfg.name == "full" else models[:1]:
+        progress(f"section 9: graph throughput at batch 100k, {model}")
+        cells, ratio = serving_row(model, 100, 20, cfg.repeat)
+        if ratio is None:
+            load = f"{os.getloadavg()[0]:.1f}"
+            rows.append([f"graph throughput, {model}", "100,000", cells[1], "—", "—", "—", load])
+            continue
+        rows.append(
+            [
+                f"graph throughput vs base alone, {model}",
+                "100,000",
+                f"{cells[4]} / {cells[3]} rows/s",
+                f"{ratio:.2f}",
+                f"≥ {THROUGHPUT_VS_BASE:g}",
+                rep.check(f"9. graph throughput, {model}", ratio >= THROUGHPUT_VS_BASE),
+                f"{os.getloadavg()[0]:.1f}",
+            ]
+        )
+    rep.add(
+        "9. Calibration-set sizes and serving",
+        "One BLAS thread; each ratio from calls timed in alternation with its competitor "
+        "in this run (medians), the 1-minute load average beside it. Generated scores: "
+        "section 6's with 1% of the scores times 30 (heavy tails). Held-out scores: "
+        "`tests/_realdata.py`'s calibration split (rows the model was not fitted on). "
+        "Graph throughput: `exact_serving.py`'s float32 graphs on the credit data, ours "
+        "(base model and default calibrator, one graph) over skl2onnx's base model alone. "
+        "The fit at n = 1e6 and `predict_proba` at 1e6 are sections 1 and 4.",
+        md_table(
+            ["figure", "rows", "ours / competitor", "ratio", "target", "result", "load"], rows
+        ),
+    )
+
+
 # ---------------------------------------------------------------------------- report
 
 
@@ -842,6 +995,7 @@ TABLES = (
     table_auto,
     table_robustness,
     table_real,
+    table_small_sizes,
 )
 
 
