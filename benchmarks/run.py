@@ -816,7 +816,7 @@ def table_real(cfg: Config, rep: Report) -> None:
 DEFAULT_VS_ISOTONIC = 3.0
 PLATT_VS_SIGMOID = 1.2
 THROUGHPUT_VS_BASE = 0.5
-#: (data set, base model) of the held-out decision scores; ``tests/_realdata.py``'s
+#: (data set, base model) of the held-out decision scores; ``_realdata.py``'s
 #: calibration split (the rows neither the model nor the test set saw)
 HELD_OUT = tuple(
     (data, model)
@@ -827,12 +827,8 @@ HELD_OUT = tuple(
 
 def held_out_scores(data: str, model: str) -> tuple[np.ndarray, np.ndarray] | None:
     """``decision_function`` of ``model`` on ``data``'s calibration rows, labels 0/1."""
+    import _realdata as rd  # beside this script
     from sklearn.ensemble import HistGradientBoostingClassifier
-
-    tests = str(HERE.parent / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    import _realdata as rd
 
     estimator = (
         LogisticRegression(max_iter=1000)
@@ -917,10 +913,7 @@ def table_small_sizes(cfg: Config, rep: Report) -> None:
 
     models = ["SGDClassifier", "GaussianNB", "LogisticRegression"]
     if cfg.name == "full":
-        tests = str(HERE.parent / "tests")
-        if tests not in sys.path:
-            sys.path.insert(0, tests)
-        from _realdata import BASE_MODELS
+        from _realdata import BASE_MODELS  # beside this script
 
         models = list(BASE_MODELS)
     for model in models if cfg.name == "full" else models[:1]:
@@ -946,7 +939,7 @@ def table_small_sizes(cfg: Config, rep: Report) -> None:
         "One BLAS thread; each ratio from calls timed in alternation with its competitor "
         "in this run (medians), the 1-minute load average beside it. Generated scores: "
         "section 6's with 1% of the scores times 30 (heavy tails). Held-out scores: "
-        "`tests/_realdata.py`'s calibration split (rows the model was not fitted on). "
+        "`benchmarks/_realdata.py`'s calibration split (rows the model was not fitted on). "
         "Graph throughput: `exact_serving.py`'s float32 graphs on the credit data, ours "
         "(base model and default calibrator, one graph) over skl2onnx's base model alone. "
         "The fit at n = 1e6 and `predict_proba` at 1e6 are sections 1 and 4.",
