@@ -8,6 +8,7 @@ from hypothesis.extra.numpy import arrays
 from scipy.special import comb
 
 from bernonnx._core import basis as bern
+from bernonnx._core import loss
 from bernonnx._core.qp import gap_step, solve_monotone_qp, solve_monotone_qp_cvxpy
 
 unit = arrays(np.float64, st.integers(1, 60), elements=st.floats(0, 1, allow_subnormal=False))
@@ -46,7 +47,7 @@ def test_gram_from_moments_equals_direct_products(degree):
     u = rng.beta(0.5, 0.5, size=5000)
     w = rng.random(5000)
     y = (rng.random(5000) < u).astype(float)
-    gram, h, r = bern.least_squares_terms(u, y, w, degree)
+    gram, h, r = loss.least_squares_terms(u, y, w, degree)
     basis = bern.bernstein_basis(u, degree)
     np.testing.assert_allclose(gram, basis.T @ (w[:, None] * basis), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(h, basis.T @ (w * y), rtol=1e-9, atol=1e-9)
@@ -109,7 +110,7 @@ def test_singular_hessian_is_handled():
     # two distinct points only: the Gram matrix has rank 2 at degree 10
     u = np.repeat([0.2, 0.7], 50)
     y = np.r_[np.zeros(40), np.ones(10), np.zeros(10), np.ones(40)]
-    gram, h, _ = bern.least_squares_terms(u, y, np.ones(100), 10)
+    gram, h, _ = loss.least_squares_terms(u, y, np.ones(100), 10)
     x = solve_monotone_qp(2 * gram, -2 * h, 0.0, 1.0)
     fitted = bern.bernstein_basis(np.array([0.2, 0.7]), 10) @ x
     np.testing.assert_allclose(fitted, [0.2, 0.8], atol=1e-6)

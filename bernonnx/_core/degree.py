@@ -113,7 +113,7 @@ class _FoldStack:
     the points or of one fold's: ``b_j b_k = C(d, j) C(d, k) / C(2d, j + k)
     b_{j+k, 2d}``, so a Hessian (or Gram matrix) is ``2d + 1`` weighted sums
     of the degree-``2d`` basis (a Hankel matrix), as in
-    :func:`bernonnx._core.basis.logistic_terms`. It stands in for the points
+    :func:`bernonnx._core.loss.logistic_terms`. It stands in for the points
     of :func:`newton` (``_Curve`` hands it the coefficients) and of the fold
     terms, with no per-call overhead: a degree search makes hundreds of calls
     on a few thousand points.

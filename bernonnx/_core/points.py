@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from . import basis as bern
+from . import loss
 
 #: Bins of each fold in the degree search, one score. A bin keeps its points'
 #: weight and mean, so the fold losses move by the square of the bin width: at
@@ -63,11 +63,11 @@ class Points:
         return bool(np.ptp(self.u) == 0)
 
     def squared_terms(self, degree: int) -> tuple[np.ndarray, np.ndarray]:
-        gram, rhs, _ = bern.least_squares_terms(self.u, self.y, self.w, degree)
+        gram, rhs, _ = loss.least_squares_terms(self.u, self.y, self.w, degree)
         return gram, rhs
 
     def logistic_terms(self, coef: np.ndarray, hessian: bool):
-        return bern.logistic_terms(self.u, self.v, self.y, self.w, coef, hessian)
+        return loss.logistic_terms(self.u, self.v, self.y, self.w, coef, hessian)
 
     def bins(self, n_bins: int) -> Points:
         return compress(self, n_bins)
@@ -86,7 +86,7 @@ class Rows(Protocol):
     :class:`Points` answers from its arrays; ``bernonnx._core.sources.RowPasses``
     (the rows of a :class:`~bernonnx._core.chunks.Source`, one pass per question)
     answers the same questions by passes. ``squared_terms`` and ``logistic_terms``
-    are those of the one-score basis (:mod:`bernonnx._core.basis`); tensor-product
+    are those of the one-score basis (:mod:`bernonnx._core.loss`); tensor-product
     fits read :class:`Points` only. The 1-D degree search's ``_FoldStack`` stands in
     for rows in the Newton steps it takes (``rate``, ``logistic_terms``, ``len``)
     and nowhere else.

@@ -32,7 +32,7 @@ import numpy as np
 
 from bernonnx._validation import _finite_or_raise
 
-from . import basis as bern
+from . import loss
 from .chunks import Chunk, Source, add, add_all, target_of, weights_of
 from .points import SELECT_BINS, Points, bin_sums, fold_of, points_from_sums
 
@@ -415,10 +415,10 @@ class RowPasses:
         return self.source.reduce(one)
 
     def logistic_terms(self, coef: np.ndarray, hessian: bool):
-        return self.map(lambda u, y, w, _: bern.logistic_terms(u, 1.0 - u, y, w, coef, hessian))
+        return self.map(lambda u, y, w, _: loss.logistic_terms(u, 1.0 - u, y, w, coef, hessian))
 
     def squared_terms(self, degree: int):
-        return self.map(lambda u, y, w, _: bern.least_squares_terms(u, y, w, degree)[:2])
+        return self.map(lambda u, y, w, _: loss.least_squares_terms(u, y, w, degree)[:2])
 
     def fold_bins(self, n_folds: int, folds=None):
         """Per-fold bins (:func:`bernonnx._core.degree.fold_bins`) by the rows' positions.

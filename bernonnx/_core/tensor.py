@@ -116,7 +116,7 @@ def tensor_gram(moments: np.ndarray, degrees) -> np.ndarray:
 
     ``moments`` are the weighted moments of the degree-``2 * degrees`` tensor
     basis (:func:`tensor_moments`, one column). The product rule of
-    :func:`bernonnx._core.basis.gram_from_moments` on every axis:
+    :func:`bernonnx._core.loss.gram_from_moments` on every axis:
     ``G[j, k] = prod_m C(K_m, j_m) C(K_m, k_m) / C(2 K_m, j_m + k_m) *
     T[j + k]``. Rows and columns in C order of the coefficient tensor.
     """
