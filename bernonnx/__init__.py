@@ -45,7 +45,7 @@ def __getattr__(name: str):
         return value
     if name == "attach":
         # a private module: a submodule named "attach" would shadow this function
-        from ._attach import attach
+        from .export._attach import attach
 
         globals()[name] = attach
         return attach

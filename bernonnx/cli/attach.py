@@ -63,8 +63,8 @@ def _fit(method, S: np.ndarray, labels, args):
 
 
 def _cmd_attach(args, progress: _Progress) -> int:
-    from bernonnx._attach import attach
     from bernonnx.deploy import write_triton_repository
+    from bernonnx.export._attach import attach
 
     method, out, name, outputs = _graph_outputs(args)
     _check_outputs([Path(args.model), Path(args.csv)], outputs)

@@ -30,7 +30,7 @@ from bernonnx._registry import entry_for
 from bernonnx._version import __version__
 from bernonnx.converters._graph import MIN_OPSET
 
-from .export.convert import _describe, to_onnx
+from .convert import _describe, to_onnx
 
 __all__ = ["attach"]
 
