@@ -21,7 +21,8 @@ measures what a server fed those types would return.
 ``convert`` writes the graph (:func:`to_onnx`: its dtype, its inputs, what it refuses),
 ``parity`` checks it (:func:`check_parity`, :class:`ParityReport`, :func:`format_parity`);
 both feed the graph through ``_inputs`` (:func:`onnx_inputs`). ``_attach`` appends a
-calibrator's graph to a model that already ships as ONNX (:func:`bernonnx.attach`).
+calibrator's graph to a model that already ships as ONNX (:func:`bernonnx.attach`), after
+``_onnx_model`` has read and checked that model.
 """
 
 from ._inputs import onnx_inputs
