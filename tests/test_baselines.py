@@ -18,8 +18,9 @@ from sklearn.isotonic import IsotonicRegression, isotonic_regression
 from sklearn.linear_model import LogisticRegression
 
 from bernonnx import CalibratedClassifier
+from bernonnx._core.pav import _pav
 from bernonnx.histogram import HistogramCalibrator, PlattHistogramCalibrator
-from bernonnx.isotonic import IsotonicCalibrator, _pav
+from bernonnx.isotonic import IsotonicCalibrator
 from bernonnx.metrics import expected_calibration_error, log_loss
 from bernonnx.platt import PlattCalibrator
 
