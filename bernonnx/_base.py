@@ -4,8 +4,10 @@ The estimator layer's common ground (the core below never reads it): what every
 binary calibrator derives from its positive-class probability
 (:class:`PositiveProbaMixin`), the fits on sources (:class:`SourceFitMixin`,
 :class:`TableFitMixin`; :func:`lazy_source` chooses the engine where ``fit`` is
-called), ``partial_fit`` (:class:`PartialFitMixin`), and the parameters, limits
-and optional fitted attributes of the Bernstein calibrators.
+called), ``partial_fit`` (:class:`PartialFitMixin`), the parameters, limits
+and optional fitted attributes of the Bernstein calibrators, and the Platt part that
+the Platt and Platt-histogram calibrators share (its parameters, :func:`_set_platt`
+and :func:`_platt_argument`, over the fit of :mod:`bernonnx._core.sigmoid`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ._core.chunks import Source
+from ._core.sigmoid import _fit_platt, _in_memory, _platt_feature
 from ._core.sources import ScoreTable, summarise
-from ._core.transforms import TRANSFORMS
+from ._core.transforms import TRANSFORMS, rescale, score_exponent
 from ._validation import (
     Interval,
     IntInterval,
@@ -61,6 +65,15 @@ PARAMETER_CONSTRAINTS: dict = {
     "logit_bound": [Interval(Real, 0, None, closed="neither")],
     "n_folds": [IntInterval(2, MAX_FOLDS, closed="both")],
     "min_slope": [Interval(Real, 0, 0.5, closed="left")],
+}
+
+#: Parameters of the Platt part of the Platt and Platt-histogram calibrators.
+_PLATT_CONSTRAINTS: dict = {
+    "log_odds": ["boolean"],
+    # below about 1.1e-16, 1 - eps rounds to 1 in float64 and logit(1) = inf
+    "eps": [Interval(Real, 1e-15, 0.5, closed="left")],
+    "C": [Interval(Real, 0, np.inf, closed="right")],
+    "increasing": ["boolean"],
 }
 
 
@@ -286,3 +299,26 @@ class PartialFitMixin:
                 if name in state:
                     return state[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+def _platt_argument(est, s: np.ndarray) -> np.ndarray:
+    """``slope_ * t + intercept_``: one multiplication, one addition (the graph's Mul, Add)."""
+    t = rescale(_platt_feature(s, est.log_odds, est.eps), getattr(est, "score_exponent_", 0))
+    return est.slope_ * t + est.intercept_
+
+
+def _platt_eval(est, s: np.ndarray) -> np.ndarray:
+    return expit(_platt_argument(est, s))
+
+
+def _set_platt(est, s, target, w):
+    """Fit the Platt part of ``est`` (score_exponent_, slope_, intercept_) and return g(s).
+
+    Extreme scores are rescaled by a power of two first: the slope of
+    denormal scores (about 1e310) is not a float64.
+    """
+    t = _platt_feature(s, est.log_odds, est.eps)
+    est.score_exponent_ = score_exponent(t)
+    t = rescale(t, est.score_exponent_)
+    est.slope_, est.intercept_ = _fit_platt(_in_memory(t, target, w), float(est.C), est.increasing)
+    return _platt_eval(est, s)

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
+from ._base import (
+    _PLATT_CONSTRAINTS,
+    PartialFitMixin,
+    TableFitMixin,
+    _platt_argument,
+    _ScoreCalibrator,
+    _set_platt,
+)
 from ._core.pav import _pav
 from ._core.quantiles import weighted_quantile
 from ._core.transforms import rescale, score_exponent
 from ._validation import IntInterval, StrOptions, _fit_context
-from .platt import _PLATT_CONSTRAINTS, _platt_argument, _set_platt
 
 __all__ = ["HistogramCalibrator", "PlattHistogramCalibrator"]
 

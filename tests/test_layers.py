@@ -52,6 +52,7 @@ LAYERS = {
     "bernonnx._core.degree": CORE,
     "bernonnx._core.keybins": CORE,
     "bernonnx._core.pav": CORE,
+    "bernonnx._core.sigmoid": CORE,
     # sources: rows in chunks, and the engines that hold them
     "bernonnx._core.sources": SOURCES,
     "bernonnx._core.parquet": SOURCES,
