@@ -919,3 +919,19 @@ def test_probabilities_as_log_odds_in_a_double_graph():
     result = check_parity(fusion, onx, frame)
     assert result["max_abs_error"] <= 1e-10, result
     assert result["labels_equal"]
+
+
+def test_scalar_constants_onnxruntime_would_drop_keep_parity():
+    # onnxruntime's NoopElimination casts a one-element initializer to float32 and drops
+    # x - c for float32(c) == 0 and x * c for float32(c) == 1: saturated probabilities
+    # (half of them below 1e-100, as a bare MLP on raw features gives) put the logistic
+    # transform's shift at about 1e-106, and a Horner graph subtracting it was 0.08 off
+    rng = np.random.default_rng(0)
+    n = 4000
+    s = np.where(rng.random(n) < 0.3, 0.0, 10.0 ** -rng.uniform(0, 300, n))
+    y = (rng.random(n) < np.where(s > 1e-50, 0.6, 0.1)).astype(int)
+    cal = BernsteinCalibrator(degree=6).fit(s, y)
+    assert cal.shift_ != 0 and np.float32(cal.shift_) == 0  # the hazard is present
+    onx = to_onnx(cal, s[:, None])  # its self-check runs the graph at onnxruntime's defaults
+    report = check_parity(cal, onx, s[:, None])
+    assert report["passed"], report
