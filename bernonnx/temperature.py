@@ -120,6 +120,23 @@ def check_class_scores(estimator, X, y, sample_weight):
     return arr, target, w
 
 
+def check_predict_scores(estimator, X) -> np.ndarray:
+    """``predict_proba``'s checks of the class scores, as ``fit`` took them: fitted, the
+    fitted number of columns (1-D binary log-odds as one column), finite. Shared by the
+    temperature calibrators."""
+    check_is_fitted(estimator)
+    if not (hasattr(X, "iloc") or issparse(X)):
+        X = np.asarray(X)
+    if getattr(X, "ndim", 2) == 1 and estimator.n_features_in_ == 1:
+        # 1-D binary log-odds, as in fit; other 1-D input is refused by validate_data
+        X = X.to_frame() if hasattr(X, "to_frame") else X.reshape(-1, 1)
+    arr = validate_data(
+        estimator, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False
+    )
+    _finite_or_raise(arr, "scores")
+    return arr
+
+
 class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
     r"""Temperature scaling: ``softmax(z / T)`` with one fitted temperature ``T``.
 
@@ -225,16 +242,7 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""
-        check_is_fitted(self)
-        if not (hasattr(X, "iloc") or issparse(X)):
-            X = np.asarray(X)
-        if getattr(X, "ndim", 2) == 1 and self.n_features_in_ == 1:
-            # 1-D binary log-odds, as in fit; other 1-D input is refused by validate_data
-            X = X.to_frame() if hasattr(X, "to_frame") else X.reshape(-1, 1)
-        arr = validate_data(
-            self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False
-        )
-        _finite_or_raise(arr, "scores")
+        arr = check_predict_scores(self, X)
         z = _logits(self, arr)
         beta = self.inverse_temperature_
         if z.ndim == 1:

@@ -15,21 +15,19 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.sparse import issparse
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._core.points import fold_of
 from ._meta import log_odds_from_log_proba
 from ._validation import (
     Interval,
     StrOptions,
-    _finite_or_raise,
     _fit_context,
 )
 from .bernstein import BernsteinCalibrator
-from .temperature import _fit_inverse_temperature, check_class_scores
+from .temperature import _fit_inverse_temperature, check_class_scores, check_predict_scores
 from .temperature import _logits as temperature_logits
 
 __all__ = ["TemperatureBernsteinCalibrator"]
@@ -273,15 +271,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""
-        check_is_fitted(self)
-        if not (hasattr(X, "iloc") or issparse(X)):
-            X = np.asarray(X)
-        if getattr(X, "ndim", 2) == 1 and self.n_features_in_ == 1:
-            X = X.to_frame() if hasattr(X, "to_frame") else X.reshape(-1, 1)
-        arr = validate_data(
-            self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False
-        )
-        _finite_or_raise(arr, "scores")
+        arr = check_predict_scores(self, X)
         t = self.inverse_temperature_ * _logits(self, arr)
         if self.calibrators_ is None:
             proba = softmax(t, axis=1)
