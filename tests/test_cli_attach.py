@@ -11,19 +11,8 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 from bernonnx import BernsteinCalibrator, TemperatureCalibrator
-from bernonnx.cli import EXIT_OK, EXIT_USAGE, main
+from bernonnx.cli import EXIT_USAGE
 from bernonnx.deploy import run_onnx
-
-
-@pytest.fixture
-def run(capsys):
-    def run(*args, expect=EXIT_OK):
-        status = main(["-q", *map(str, args)])
-        out, err = capsys.readouterr()
-        assert status == expect, err
-        return out, err
-
-    return run
 
 
 @pytest.fixture(scope="module")

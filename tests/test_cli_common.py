@@ -23,7 +23,6 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from bernonnx import BernsteinCalibrator
-from bernonnx.cli import EXIT_OK, main
 from bernonnx.cli._parser import _build_parser
 from bernonnx.deploy import run_onnx
 
@@ -35,17 +34,6 @@ N_ROWS = 1200
 def one_thread():
     with threadpool_limits(limits=1):
         yield
-
-
-@pytest.fixture
-def run(capsys):
-    def run(*args, expect=EXIT_OK):
-        status = main(["-q", *map(str, args)])
-        out, err = capsys.readouterr()
-        assert status == expect, err
-        return out, err
-
-    return run
 
 
 @pytest.fixture(scope="module")
