@@ -18,7 +18,7 @@ Nodes emitted on the float64 score ``s`` (N, 1)::
              lead = (1 / (1 + t))^d                    (repeated squaring: Mul nodes)
              eta  = Where(z <= 0, horner(a, t), horner(reversed a, t)) * lead + coef[0]
                     a_k = C(d, k) (coef[k] - coef[0]); horner: d Mul and d Add nodes
-    eta = eta + Mul(Mul(Log(Min(Abs(z), 1e100) + 1), tail_slope_), Sign(z))
+    eta = eta + Where(z <= 0, -t, t),  t = Log(1 - Max(-|z|, -1e100)) * tail_slope_
                                   (logistic, when tail_slope_ is not 0; in the Horner
                                   graph from -|z| as Python computes it)
     p   = Sigmoid(eta) (loss="log")  |  Clip(eta, 0, 1) (loss="squared")
@@ -95,13 +95,19 @@ def _uv(g: GraphWriter, s: str, cal) -> tuple[str, str | None]:
     return g.node("Max", [uv, tiny], "uv"), None
 
 
-def _tail(g: GraphWriter, z: str, slope: float, pair: bool) -> str:
-    """``tail_slope * sign(z) * log(1 + min(|z|, cap))`` as ``bernonnx._core.tail`` computes it;
-    (N, 2) ``[-t, t]`` with ``pair``."""
-    capped = g.node("Min", [g.node("Abs", [z]), g.const("tail_cap", TAIL_CAP)])
-    log = g.node("Log", [g.node("Add", [capped, g.const("one", 1.0)])])
-    t = g.node("Mul", [g.node("Mul", [log, g.const("tail_slope", slope)]), g.node("Sign", [z])])
-    return g.node("Mul", [t, g.const("pm_tail", [[-1.0, 1.0]])]) if pair else t
+def _tail(g: GraphWriter, neg_abs_z: str, lower: str, slope: float) -> str:
+    """``tail_slope * sign(z) * log(1 + min(|z|, cap))`` from ``-|z|`` and ``z <= 0``, as
+    ``bernonnx._core.tail.log_tail_into`` computes it: ``log(1 - max(-|z|, -cap)) * slope``,
+    negated where ``z <= 0`` (a zero at ``z = 0`` either way)."""
+    capped = g.node("Max", [neg_abs_z, g.const("neg_tail_cap", -TAIL_CAP)])
+    tail = g.node(
+        "Mul",
+        [
+            g.node("Log", [g.node("Sub", [g.const("one", 1.0), capped])]),
+            g.const("tail_slope", slope),
+        ],
+    )
+    return g.node("Where", [lower, g.node("Neg", [tail]), tail])
 
 
 def log_binomial(n, k):
@@ -223,13 +229,7 @@ def _logistic_horner_eta(g: GraphWriter, s: str, cal) -> str:
     eta = g.node("Add", [poly, g.const("c0", coef[0])])
     slope = float(getattr(cal, "tail_slope_", 0.0))
     if slope:
-        # bernonnx._core.tail.log_tail_into from -|z|: log(1 - max(-|z|, -cap)) * slope,
-        # negated where z <= 0
-        capped = g.node("Max", [neg_abs_z, g.const("neg_tail_cap", -TAIL_CAP)])
-        log = g.node("Log", [g.node("Sub", [g.const("one", 1.0), capped])])
-        tail = g.node("Mul", [log, g.const("tail_slope", slope)])
-        tail = g.node("Where", [lower, g.node("Neg", [tail]), tail])
-        eta = g.node("Add", [eta, tail], "eta_tail")
+        eta = g.node("Add", [eta, _tail(g, neg_abs_z, lower, slope)], "eta_tail")
     return g.node("Reshape", [eta, g.const("column", [-1, 1], TensorProto.INT64)], "eta")
 
 
@@ -276,7 +276,11 @@ def emit_bernstein(
         eta = g.node("Gemm", [b, g.const("rise", rise), g.const("c0", c0)], "eta")
         slope = float(getattr(cal, "tail_slope_", 0.0))
         if slope and z is not None:
-            eta = g.node("Add", [eta, _tail(g, z, slope, pair)], "eta_tail")
+            lower = g.node("LessOrEqual", [z, g.const("zero", 0.0)])
+            tail = _tail(g, g.node("Neg", [g.node("Abs", [z])]), lower, slope)
+            if pair:
+                tail = g.node("Mul", [tail, g.const("pm_tail", [[-1.0, 1.0]])])
+            eta = g.node("Add", [eta, tail], "eta_tail")
     if cal.loss == "log":
         return g.node("Sigmoid", [eta], "p")
     return g.node("Clip", [eta, g.const("zero", 0.0), g.const("one", 1.0)], "p")
