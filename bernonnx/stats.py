@@ -63,18 +63,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from ._blob import (
-    FORMAT_VERSION,
-    BlobError,
-    bad,
-    integer,
-    open_header,
-    params_of,
-    read,
-    show,
-    stats_header,
-    write,
-)
+from ._blob import BlobError, read, show, write
+from ._blob_header import FORMAT_VERSION, bad, integer, open_header, params_of, stats_header
 from ._core.keybins import MAX_BINS, KeyBins
 from ._core.points import fold_of
 from ._core.quantiles import float_keys

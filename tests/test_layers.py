@@ -35,6 +35,7 @@ LAYERS = {
     "bernonnx._registry": BASE,
     "bernonnx._validation": BASE,
     "bernonnx._blob": BASE,
+    "bernonnx._blob_header": BASE,
     "bernonnx.datasets": BASE,
     "bernonnx.data": BASE,
     "bernonnx._core": BASE,
@@ -87,9 +88,7 @@ LAYERS = {
 #: Most lines of code in a module, docstrings, comments and blank lines excluded.
 MAX_LINES = 300
 #: Modules over it today, with their count: they may shrink, not grow (split them next).
-OVERSIZED = {
-    "bernonnx._blob": 306,
-}
+OVERSIZED: dict[str, int] = {}
 #: Cycles known and being removed (none today: the CLI's loading moved to
 #: ``cli/_files.py``); a new cycle fails at once.
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
