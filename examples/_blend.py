@@ -17,7 +17,8 @@ both calibrators' nodes on the one score, a weighted Add, one Sigmoid.
 ``weight="cv"`` picks ``w`` from ``WEIGHTS`` by 5-fold cross-validated log loss of
 the out-of-fold blends (both calibrators refitted on each fold's training rows, the
 default's folds: a hash of the row position); ``rule="1se"`` takes the smallest
-``w`` (closest to the default) within one paired standard error of the best.
+``w`` (closest to the default) within one paired standard error of the best,
+``rule="1se-platt"`` the largest (closest to Platt).
 ``bag=True`` replaces ``eta_B`` by the mean of the five fold fits' log-odds and the
 full fit's (a cross-fitted bag of the default, no extra fits). ``weight="stack"``
 fits ``eta = a + b_P eta_P + b_B eta_B`` (``b >= 0``) by logistic regression on the
@@ -103,10 +104,11 @@ class PlattBernsteinBlend:
             per_fold = np.stack([losses[:, folds == k].mean(axis=1) for k in range(self.n_folds)])
             mean = per_fold.mean(axis=0)
             pick = int(np.argmin(mean))
-            if self.rule == "1se":
+            if self.rule != "min":
                 diff = per_fold - per_fold[:, [pick]]
                 se = diff.std(axis=0, ddof=1) / np.sqrt(self.n_folds)
-                pick = int(np.flatnonzero(diff.mean(axis=0) <= se)[0])
+                within = np.flatnonzero(diff.mean(axis=0) <= se)
+                pick = int(within[0] if self.rule == "1se" else within[-1])
             self.cv_log_loss_ = mean
             self.weight_ = float(WEIGHTS[pick])
         else:
