@@ -53,6 +53,13 @@ Calibrators compared (all fitted on the same scores, see ``_candidates.py``):
   32, its steps shrunk toward zero by a ridge penalty ``lam``; ``lam`` (infinite:
   Platt) by 5-fold CV, least mean loss or the most shrunk within one or two standard
   errors. The degree column shows the index of ``lam`` chosen (0: Platt).
+* ``blend-50``, ``blend-cv``, ``blend-cv-1se``, ``blend-cv-1se-platt``, ``blend-p-cv``,
+  ``bag``, ``bag-blend-cv``, ``stack``: ``PlattBernsteinBlend()`` (``_blend.py``): ``w``
+  Platt + ``(1 - w)`` the default in log-odds (``-p-``: in probability), ``w`` fixed at
+  0.5 or by 5-fold CV on the calibration rows (``-1se``: the smallest ``w`` within one
+  standard error, ``-1se-platt`` the largest); ``bag``: the default's log-odds averaged
+  with its five fold fits'; ``stack``: a logistic regression on both out-of-fold
+  log-odds. The degree column shows ``10 w`` (10: Platt).
 
 Besides the log-loss gaps, ECE and Brier, the report counts, over the fits, those
 whose test AUC equals the raw score's exactly, and the new ties and decreases of
@@ -102,6 +109,7 @@ from bernonnx import BernsteinCalibrator, CalibratedClassifier, PlattCalibrator,
 from bernonnx._meta import response_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _blend import PlattBernsteinBlend  # noqa: E402
 from _candidates import AffineBernstein, LinearPlusBernstein, PlattOrBernstein  # noqa: E402
 from _shrinkage import DENSE, ShrunkBernstein  # noqa: E402
 
@@ -275,6 +283,14 @@ CANDIDATES = {
     "shrunk32": ("lp", partial(ShrunkBernstein, degree=32)),
     "shrunk32-dense": ("lp", partial(ShrunkBernstein, degree=32, lambdas=DENSE)),
     "shrunk32-1se": ("lp", partial(ShrunkBernstein, degree=32, rule="1se")),
+    "blend-50": ("lp", partial(PlattBernsteinBlend, 0.5)),
+    "blend-cv": ("lp", PlattBernsteinBlend),
+    "blend-cv-1se": ("lp", partial(PlattBernsteinBlend, rule="1se")),
+    "blend-cv-1se-platt": ("lp", partial(PlattBernsteinBlend, rule="1se-platt")),
+    "blend-p-cv": ("lp", partial(PlattBernsteinBlend, space="prob")),
+    "bag": ("lp", partial(PlattBernsteinBlend, 0.0, bag=True)),
+    "bag-blend-cv": ("lp", partial(PlattBernsteinBlend, bag=True)),
+    "stack": ("lp", partial(PlattBernsteinBlend, "stack")),
 }
 #: What ``--candidates`` runs by default (the others are slower and lost on seeds 0-2).
 DEFAULT_CANDIDATES = ("default", "previous", "platt", "linear+bern+lp", "linear+bern+lp-min")

@@ -90,3 +90,15 @@ def test_fusion_scaling_benchmark_quick_smoke(tmp_path):
     # timings are reported, never asserted
     run("fusion_scaling.py", "--quick", "--out", str(tmp_path / "f.md"), folder="benchmarks")
     assert "## Slope in n" in (tmp_path / "f.md").read_text()
+
+
+@needs_shared
+def test_quality_floor_quick():
+    out = run("quality_floor.py", "--quick")
+    rows = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ")}
+    # the oracle is the better of sigmoid and isotonic per fit, so neither of them, nor a
+    # rule that picks one of them, can be strictly below it
+    for rule in ("sigmoid", "isotonic", "cv-choice"):
+        assert rows[rule].split(" | ")[1] == "0 / 5"
+    assert "default-best-degree" in rows and "blend-cv" in rows
+    assert "calibration-row 5-fold CV vs test rows: agrees on" in out
