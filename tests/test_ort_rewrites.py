@@ -245,3 +245,22 @@ def test_a_scaler_dividing_by_one_plus_2e_8(one_column_frame, calibrator, monkey
     _without_rewrites(monkeypatch)
     with pytest.raises(NotImplementedError, match="differs from Python"):
         to_onnx(clf, X[:5])
+
+
+def test_saturated_scores_keep_the_horner_graph(monkeypatch):
+    # a bare MLP's saturated probabilities put the logistic transform's shift near
+    # 1e-106; the Horner graph (no Gemm) now stays, its scalar constants rewritten
+    rng = np.random.default_rng(0)
+    n = 4000
+    s = np.where(rng.random(n) < 0.3, 0.0, 10.0 ** -rng.uniform(0, 300, n))
+    y = (rng.random(n) < np.where(s > 1e-50, 0.6, 0.1)).astype(int)
+    cal = BernsteinCalibrator(degree=6).fit(s, y)
+    assert cal.shift_ != 0 and np.float32(cal.shift_) == 0
+    onx = to_onnx(cal, s[:5, None])
+    ops = {node.op_type for node in onx.graph.node}
+    assert "Gemm" not in ops and "Sum" in ops
+    _, proba = run_onnx(onx, s[:, None])
+    assert np.abs(proba - cal.predict_proba(s[:, None])).max() <= tolerance(np.float64)
+    _without_rewrites(monkeypatch)
+    with pytest.raises(NotImplementedError, match="differs from Python"):
+        to_onnx(cal, s[:, None])
