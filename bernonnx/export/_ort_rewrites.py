@@ -111,6 +111,12 @@ class _Constants:
             return True
         return self.outer is not None and self.outer.is_constant(name)
 
+    def size(self, name: str) -> int:
+        """The number of elements, without reading a large initializer."""
+        if name in self.tensors:
+            return int(np.prod(self.tensors[name].dims, dtype=np.int64))
+        return self.value(name).size if name in self.producers else self.outer.size(name)
+
     def value(self, name: str) -> np.ndarray:
         if name in self.values:
             return self.values[name]
@@ -176,6 +182,8 @@ def _hazards_of(graph: onnx.GraphProto, consts: _Constants) -> list[tuple[Hazard
         if index is None:
             continue
         name = node.input[index]
+        if consts.size(name) > 1:
+            continue
         value = consts.value(name)
         rule = _rule(node, index, value)
         if rule is None:
