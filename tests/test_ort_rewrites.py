@@ -135,6 +135,19 @@ def test_constant_nodes_and_folded_constants_are_constants():
     assert _same_bits(_run(model, x, optimise=True), reference)
 
 
+def test_a_float32_constant_node_is_compared_as_float32():
+    # Constant(value_float=...) is a float32 tensor: onnxruntime compares it as it is
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value_float=1.0000001),
+        helper.make_node("Cast", ["x"], ["x32"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x32", "c"], ["w"], name="scaled"),
+        helper.make_node("Cast", ["w"], ["y"], to=TensorProto.DOUBLE),
+    ]
+    model = _graph(nodes, [])
+    assert find_hazards(model) == []
+    assert make_safe(model) == []
+
+
 def test_a_reciprocal_times_a_value_keeps_its_two_roundings():
     # DivMulFusion: Div(1, x) * y becomes y / x, one rounding fewer
     nodes = [

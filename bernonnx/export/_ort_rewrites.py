@@ -61,6 +61,13 @@ _RANDOM = {
     "Dropout",
 }
 
+_ATTRIBUTE_DTYPES = {
+    "value_float": np.float32,
+    "value_floats": np.float32,
+    "value_int": np.int64,
+    "value_ints": np.int64,
+}
+
 
 @dataclass(frozen=True)
 class Hazard:
@@ -134,7 +141,12 @@ class _Constants:
             attr = node.attribute[0]
             if attr.name == "value":
                 return numpy_helper.to_array(attr.t)
-            return np.asarray(helper.get_attribute_value(attr))
+            # value_float(s) are float32 tensors, value_int(s) int64; a sparse or string
+            # value meets no arithmetic rewrite
+            dtype = _ATTRIBUTE_DTYPES.get(attr.name, object)
+            if dtype is object:
+                return np.empty((2,), dtype=object)
+            return np.asarray(helper.get_attribute_value(attr), dtype=dtype)
         from onnx.reference import ReferenceEvaluator
 
         feeds = {i: self.value(i) for i in node.input if i}
