@@ -135,6 +135,44 @@ def test_constant_nodes_and_folded_constants_are_constants():
     assert _same_bits(_run(model, x, optimise=True), reference)
 
 
+def test_subgraphs_are_rewritten_too():
+    # an If branch multiplying by the outer graph's constant: onnxruntime's rules run
+    # in subgraphs, which see the outer initializers as constants
+    branch = helper.make_graph(
+        [
+            helper.make_node("Mul", ["z", "c"], ["w"], name="inner"),
+            helper.make_node("Mul", ["w", "three"], ["b"]),
+        ],
+        "then",
+        [],
+        [helper.make_tensor_value_info("b", TensorProto.DOUBLE, [None, 1])],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["z"], ["b2"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("b2", TensorProto.DOUBLE, [None, 1])],
+    )
+    nodes = [
+        helper.make_node("Sub", ["x", "one"], ["z"]),
+        helper.make_node("If", ["yes"], ["y"], then_branch=branch, else_branch=other),
+    ]
+    inits = [
+        _const("one", 1.0),
+        _const("three", 3.0),
+        _const("c", NEAR_ONE),
+        numpy_helper.from_array(np.array(True), "yes"),
+    ]
+    model = _graph(nodes, inits)
+    reference = _run(model, X, optimise=False)
+    assert not _same_bits(_run(model, X, optimise=True), reference)
+    assert [(h.graph, h.node) for h in find_hazards(model)] == [("then", "inner")]
+    make_safe(model)
+    onnx.checker.check_model(model, full_check=True)
+    assert find_hazards(model) == []
+    assert _same_bits(_run(model, X, optimise=True), reference)
+
+
 def test_a_float32_constant_node_is_compared_as_float32():
     # Constant(value_float=...) is a float32 tensor: onnxruntime compares it as it is
     nodes = [

@@ -44,12 +44,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 __all__ = ["Hazard", "find_hazards", "make_safe"]
 
-_FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE)
-_NUMPY = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64}
 # what constant folding never folds (onnxruntime's optimizer_utils: the ONNX domain's
 # non-deterministic operators)
 _RANDOM = {
@@ -93,8 +91,10 @@ class _Constants:
     def __init__(self, graph: onnx.GraphProto, outer: _Constants | None, opsets):
         self.outer = outer
         self.opsets = opsets
-        inputs = {i.name for i in graph.input}
-        self.tensors = {t.name: t for t in graph.initializer if t.name not in inputs}
+        # a graph input (an overridable initializer, a subgraph's own input) is no
+        # constant, and hides an outer constant of its name
+        self.inputs = {i.name for i in graph.input}
+        self.tensors = {t.name: t for t in graph.initializer if t.name not in self.inputs}
         self.producers: dict[str, onnx.NodeProto] = {}
         self.values: dict[str, np.ndarray] = {}
         for node in graph.node:
@@ -116,7 +116,7 @@ class _Constants:
     def is_constant(self, name: str) -> bool:
         if name in self.tensors or name in self.producers:
             return True
-        return self.outer is not None and self.outer.is_constant(name)
+        return name not in self.inputs and self.outer is not None and self.outer.is_constant(name)
 
     def size(self, name: str) -> int:
         """The number of elements, without reading a large initializer."""
