@@ -16,7 +16,7 @@ from ._base import (
     forget_optional_attributes,
     lazy_source,
 )
-from ._core.basis import logistic_eta_blocks
+from ._core.basis import EVAL_BLOCK, logistic_eta_blocks
 from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
 from ._core.newton import (
     CURVE,
@@ -331,14 +331,16 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         p = out[:, 1] if pair else out
         tail_slope = getattr(self, "tail_slope_", 0.0)  # 0 in models fitted before it
         logistic_tail = tail_slope and self.score_transform == "logistic"
-        tail = np.empty(n) if logistic_tail else None
+        # one block's tail term, added while the block is in cache
+        tail = np.empty(min(n, EVAL_BLOCK)) if logistic_tail else None
         if self.score_transform == "logistic":
             # u^k v^(d-k) from exp(-|z|) alone: the same polynomial, one exp per score;
             # z, the polynomial, the link and both columns block by block, in cache
             def neg_abs_z_into(sl, lower, into, scratch):
                 logistic_neg_abs_z_into(scaled[sl], params, lower, into, scratch)
                 if tail is not None:
-                    log_tail_into(into, lower, tail_slope, tail[sl])
+                    # scratch is free once -|z| is in: the tail's sign factor goes there
+                    log_tail_into(into, lower, tail_slope, tail[: into.shape[0]], scratch)
 
             blocks = logistic_eta_blocks(n, self.coef_, neg_abs_z_into)
         else:
@@ -346,7 +348,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
             blocks = [(slice(None), CURVE.eta(*uv, self.coef_))]
         for sl, eta in blocks:
             if tail is not None:
-                eta += tail[sl]
+                eta += tail[: eta.shape[0]]
             p[sl] = link(eta, self.loss, out=eta)
             if pair:
                 np.subtract(1, p[sl], out=out[sl, 0])

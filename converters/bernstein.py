@@ -164,29 +164,6 @@ def _square_and_multiply(g: GraphWriter, x: str, n: int) -> str:
     return g.node("Identity", [out]) if out is not None else g.const("one", 1.0)
 
 
-def _noop_hazard(cal) -> bool:
-    """Whether onnxruntime would drop a node of :func:`_logistic_horner_eta` that is not a no-op.
-
-    onnxruntime's ``NoopElimination`` (graph optimisation level basic and above, the
-    default) removes ``Add``/``Sub`` of a one-element initializer and ``Mul``/``Div`` by
-    one after casting its value to float32: a float64 ``x - 1e-106`` becomes ``x``, and
-    ``x * (1 + 1e-9)`` becomes ``x``. Measured: a shift of 1.9e-106 with a scale of
-    1.2e106 (an MLP's saturated probabilities) moved the probability by 0.084. The
-    Horner graph adds and multiplies by scalars; where one of them would be dropped,
-    the converter emits the Gemm basis instead, whose constants are tensors.
-    """
-    coef = np.asarray(cal.coef_, dtype=np.float64)
-    added = [float(cal.shift_), float(coef[0])]
-    multiplied = [-float(cal.scale_), float(cal.scale_below_)]
-    for a in rise_pair(coef):
-        added.extend(float(v) for v in a[: coef.shape[0] - 1])
-        multiplied.append(float(a[-1]))
-    with np.errstate(over="ignore"):
-        return any(v != 0 and np.float32(v) == 0 for v in added) or any(
-            v != 1 and np.float32(v) == 1 for v in multiplied
-        )
-
-
 def _logistic_horner_eta(g: GraphWriter, s: str, cal) -> str:
     """``eta`` (N, 1) of the logistic transform as ``predict_proba`` computes it.
 
@@ -263,7 +240,7 @@ def emit_bernstein(
         # transform has slope 0 and must not meet an infinite score (inf * 0)
         zero = g.const("zero", 0.0)
         eta = g.node("Add", [g.node("Clip", [scores, zero, zero]), g.const("c0", c0[None, :])])
-    elif basis == "exp" and cal.score_transform == "logistic" and not _noop_hazard(cal):
+    elif basis == "exp" and cal.score_transform == "logistic":
         eta = _logistic_horner_eta(g, scores, cal)
         if pair:
             # [-eta, eta] for the sigmoid; [1 - eta, eta] for the clip (negation is exact)

@@ -36,16 +36,31 @@ TAIL_SLOPE = 1e-4
 TAIL_CAP = 1e100
 
 
-def log_tail_into(neg_abs_z: np.ndarray, lower: np.ndarray, slope: float, out) -> np.ndarray:
+def log_tail_into(
+    neg_abs_z: np.ndarray, lower: np.ndarray, slope: float, out, scratch=None
+) -> np.ndarray:
     """``out = slope * sign(z) * log(1 + min(|z|, TAIL_CAP))`` from ``-|z|`` and ``z <= 0``.
 
-    The ONNX converter emits ``Mul(Mul(Log(Add(Min(Abs(z), cap), 1)), slope), Sign(z))``:
-    the same operations (``1 - max(-|z|, -cap)`` is ``1 + min(|z|, cap)`` exactly, and
-    the sign is exact; at ``z = 0`` both give a zero).
+    ``log(1 - max(-|z|, -cap)) * slope``, negated where ``z <= 0`` (a zero at ``z =
+    0`` either way): the ONNX converter emits these operations
+    (``converters/bernstein.py``, ``_tail``). ``scratch`` (float64, the shape of
+    ``out``) is a work buffer, allocated when None.
+
+    Bit for bit the same as the plain sequence of those operations, cheaper: the
+    ``max`` is one reduction when no ``|z|`` reaches the cap (it is the identity
+    then), and the slope and the negation are one product by ``-slope`` or
+    ``slope`` (``x * -s`` is ``-(x * s)`` exactly: rounding is symmetric), the
+    factor built as ``lower * -2s + s`` (exact: ``-2s + s = -s``, ``0 + s = s``).
+    A masked ``negative(where=lower)`` took 25 to 30 ns a score, more than the log.
     """
-    np.maximum(neg_abs_z, -TAIL_CAP, out=out)
-    np.subtract(1.0, out, out=out)
+    if neg_abs_z.size and neg_abs_z.min() < -TAIL_CAP:
+        np.maximum(neg_abs_z, -TAIL_CAP, out=out)
+        np.subtract(1.0, out, out=out)
+    else:
+        np.subtract(1.0, neg_abs_z, out=out)
     np.log(out, out=out)
-    out *= slope
-    np.negative(out, out=out, where=lower)
+    factor = np.empty_like(out) if scratch is None else scratch
+    np.multiply(lower, -2.0 * slope, out=factor)
+    factor += slope
+    out *= factor
     return out

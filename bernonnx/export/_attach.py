@@ -40,6 +40,7 @@ from ._onnx_model import (
     _score_output,
     _subgraphs,
 )
+from ._ort_rewrites import make_safe
 from .convert import _describe, to_onnx
 
 __all__ = ["attach"]
@@ -304,6 +305,9 @@ def attach(
     cal.graph.node.insert(2 if kind == "rows" else 0, adapter)
     del cal.graph.input[:]
     cal.graph.input.append(feed)
+    # the calibrator's constants, safe from onnxruntime's no-op elimination; the
+    # model's own nodes stay as they are: they computed the scores it was fitted on
+    make_safe(cal)
 
     prefix, i = "bernonnx_", 1
     while any(name.startswith(prefix) for name in taken):

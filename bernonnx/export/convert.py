@@ -34,6 +34,7 @@ from ._inputs import (
     is_numeric_column,
     rounded_columns,
 )
+from ._ort_rewrites import make_safe
 from .parity import check_parity
 
 __all__ = ["DEFAULT_OPSET", "InexactExportWarning", "float32_input_loss", "to_onnx"]
@@ -212,7 +213,11 @@ def to_onnx(
     and ``probabilities`` (N, n_classes).
 
     Before returning, the graph passes onnx's full checker and
-    :func:`~bernonnx.export.check_parity` on ``X_sample``.
+    :func:`~bernonnx.export.check_parity` on ``X_sample``; every node that
+    onnxruntime's graph optimiser would change although it is no no-op (``x - c``
+    for a float64 ``c`` that float32 rounds to 0, ``x * c`` for one it rounds to 1)
+    is first rewritten into an equal computation it keeps
+    (``bernonnx/export/_ort_rewrites.py``).
 
     Parameters
     ----------
@@ -400,6 +405,8 @@ def to_onnx(
     if layout == "frame":
         columns = [str(c) for c in X_sample.columns]
         onx.metadata_props.add(key=INPUT_COLUMNS, value=json.dumps(columns))
+    # onnxruntime would drop x - 1e-106 and x * (1 + 1e-9) from a float64 graph
+    make_safe(onx)
     _check_graph(model, onx, X_sample, problems)
     return onx
 
