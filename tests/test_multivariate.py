@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from bernonnx import BernsteinCalibrator
 from bernonnx import multivariate as mv
+from bernonnx._base import AUTO_DEGREES
 from bernonnx._core import tensor as tm
 from bernonnx._core.newton import TENSOR, newton
 from bernonnx._core.points import Points
@@ -170,7 +171,7 @@ def test_one_column_auto_picks_the_1d_degree():
     ours = MultivariateBernsteinCalibrator(loss="log").fit(s, y)
     # the 1-D calibrator scoring every candidate, as the tensor search does ("auto"
     # skips some: here a dip at degree 3 between its coarse candidates 2 and 4)
-    degrees = list(BernsteinCalibrator()._candidate_degrees())
+    degrees = list(AUTO_DEGREES)
     ref = BernsteinCalibrator(degrees, loss="log", score_transform="quantile").fit(s[:, 0], y)
     assert ours.degrees_ == (ref.degree_,)
     # the same folds; the tensor search fits every fold, the 1-D search takes two
