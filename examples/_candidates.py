@@ -344,7 +344,8 @@ class PlattOrBernstein:
             p = np.clip(p, 1e-15, 1 - 1e-15)
             losses.append(-np.mean(np.where(positive[held], np.log(p), np.log1p(-p))))
         self.platt_cv_log_loss_ = float(np.mean(losses))
-        self.bernstein_cv_log_loss_ = float(np.min(bernstein.cv_log_loss_))
+        # NaN for the candidates degree="auto" did not score
+        self.bernstein_cv_log_loss_ = float(np.nanmin(bernstein.cv_log_loss_))
         if self.platt_cv_log_loss_ < self.bernstein_cv_log_loss_:
             self.chosen_, self.degree_ = PlattCalibrator().fit(s, y), 0
         else:

@@ -176,6 +176,15 @@ def test_auto_degree_picks_from_grid_and_records_curve():
     custom = BernsteinCalibrator(degree=[3, 5]).fit(s, y)
     assert custom.degree_ in (3, 5)
     assert list(custom.cv_degrees_) == [3, 5]
+    # "auto" scores every other candidate, the last, and both neighbours of its
+    # choice (NaN for the others); a grid of the same degrees scores every one
+    scored = ~np.isnan(cal.cv_log_loss_)
+    index = int(np.flatnonzero(cal.cv_degrees_ == cal.degree_)[0])
+    assert scored[::2].all() and scored[-1] and scored[max(index - 1, 0) : index + 2].all()
+    assert cal.cv_log_loss_[index] == np.nanmin(cal.cv_log_loss_)
+    grid = BernsteinCalibrator(degree=list(cal.cv_degrees_)).fit(s, y)
+    assert not np.isnan(grid.cv_log_loss_).any()
+    np.testing.assert_allclose(cal.cv_log_loss_[scored], grid.cv_log_loss_[scored], rtol=1e-5)
 
 
 def test_auto_beats_an_underfit_fixed_degree_on_a_steep_curve():

@@ -22,7 +22,7 @@ the same code as a fit of rows.
   exact loss; above :data:`COMPRESS_ABOVE` rows it first converges on
   :data:`COARSE_BINS`, then :data:`FIT_BINS` bins, then polishes on the rows
   with the Hessian of the bins (:func:`fit_log`).
-* degree choice: k-fold log loss of every candidate on binned folds
+* degree choice: k-fold log loss of the candidates on binned folds
   (:mod:`bernonnx._core.degree`); the least mean loss (1-D) or the smallest degree
   within one standard error of the best (tensor products).
 """
