@@ -87,8 +87,9 @@ class GraphWriter:
             return self.node(op, [x, axes], keepdims=keepdims)
         return self.node(op, [x], axes=[axis], keepdims=keepdims)
 
-    def in_row_blocks(self, x: str, emit, rows: int, width: int) -> str:
-        """``emit(writer, x)`` on blocks of ``rows`` rows of ``x`` at a time, (N, width).
+    def in_row_blocks(self, x: str, emit, rows: int, width: int, elem: int = DOUBLE) -> str:
+        """``emit(writer, x)`` on blocks of ``rows`` rows of ``x`` at a time, (N, width)
+        of type ``elem``.
 
         A Loop runs ``emit`` on each full block (its nodes written into the Loop's
         body by a :class:`BodyWriter`), and ``emit`` runs once more on the last
@@ -129,7 +130,7 @@ class GraphWriter:
             ],
             [
                 helper.make_tensor_value_info(cond_out, TensorProto.BOOL, []),
-                helper.make_tensor_value_info(block, DOUBLE, [rows, width]),
+                helper.make_tensor_value_info(block, elem, [rows, width]),
             ],
             body.initializers,
         )
