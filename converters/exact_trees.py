@@ -3,8 +3,8 @@
     DecisionTree, RandomForest, ExtraTrees, GradientBoosting, HistGradientBoosting
         TreeEnsembleRegressor whose target t is the leaf id reached in tree t
         (exact in float32 below 2^24 nodes) -> Transpose (trees first) -> Cast
-        -> Add(offsets) -> Gather(float64 leaf values) -> Split(per tree)
-        -> Add, tree after tree, from init or tree 0 -> [Div(n_trees)]
+        -> Add(offsets) -> Gather(float64 leaf values, init in tree 0's)
+        -> CumSum over the trees, last slice -> [Div(n_trees)]
 
 Tree thresholds: scikit-learn compares ``x <= t`` with ``t`` float64. For the
 float32 ``x`` that RandomForest, ExtraTrees, DecisionTree and GradientBoosting
@@ -116,28 +116,27 @@ def tree_ensemble(g: GraphWriter, x: str, model, elem: int) -> str:
     plus the model's post step: (N, K)."""
     trees, post, x_dtype = _tree_arrays(model)
     index = leaf_index(g, x, [tree[:5] for tree in trees], elem, x_dtype, trees_first=True)
-    table = g.const("leaf_values", np.concatenate([tree[5] for tree in trees]))
-    # (T, N, K), trees first: each tree's values are one contiguous (N, K) block, so
-    # the Split below copies blocks and each Add runs over whole rows. A ReduceSum
-    # over the trees' axis summed in its own order (onnxruntime runs it as a product
-    # with ones, one per row), and at half the speed.
-    leaves = g.node("Gather", [table, index], axis=0)
-    parts = [leaves]
-    if len(trees) > 1:
-        parts = [g.scope.get_unique_variable_name(f"{g.prefix}_tree") for _ in trees]
-        g.container.add_node(
-            "Split",
-            [leaves, g.const("split", [1] * len(trees), INT64)],
-            parts,
-            axis=0,
-            name=g.scope.get_unique_operator_name(f"{g.prefix}_Split"),
-        )
-    total = parts[0]
+    values = [np.asarray(tree[5], dtype=np.float64) for tree in trees]
     if post is not None and post[0] == "add":
-        total = g.node("Add", [g.const("init", post[1][None]), total])
-    for part in parts[1:]:
-        total = g.node("Add", [total, part])
-    total = g.node("Squeeze", [total, g.const("trees_axis", [0], INT64)])
+        # the start value goes into the first tree's leaves: init + v rounds in numpy
+        # as the sum scikit-learn starts with (other classes' zeros add exactly)
+        values[0] = post[1] + values[0]
+    table = g.const("leaf_values", np.concatenate(values))
+    # (T, N, K), trees first; CumSum adds one tree's (N, K) block after the other
+    # (onnxruntime's cumsum.cc: out[t] = out[t-1] + in[t]), its last block is the sum
+    # in scikit-learn's order. A ReduceSum over the trees' axis summed in its own
+    # order (onnxruntime runs it as a product with ones, one per row), at half the speed.
+    leaves = g.node("Gather", [table, index], axis=0)
+    if len(trees) > 1:
+        leaves = g.node("CumSum", [leaves, g.const("trees_axis", 0, INT64, [])])
+        leaves = g.node(
+            "Slice",
+            [
+                leaves,
+                *(g.const(k, [v], INT64) for k, v in (("last", -1), ("end", 2**62), ("axis0", 0))),
+            ],
+        )
+    total = g.node("Squeeze", [leaves, g.const("trees_axis", [0], INT64)])
     if post is not None and post[0] == "div":
         return g.node("Div", [total, g.const("n_trees", post[1])])
     return total
