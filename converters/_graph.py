@@ -100,13 +100,9 @@ class GraphWriter:
         """
         i64 = TensorProto.INT64
         n = self.node("Gather", [self.node("Shape", [x]), self.const("zero", [0], i64)])
-        full = self.node(
-            "Mul",
-            [
-                self.node("Div", [n, self.const("rows", [rows], i64)]),
-                self.const("rows", [rows], i64),
-            ],
-        )
+        per_block = self.const("rows", [rows], i64)
+        n_blocks = self.node("Div", [n, per_block])
+        full = self.node("Mul", [n_blocks, per_block])
         body = BodyWriter(self)
         step, cond = (
             self.scope.get_unique_variable_name(f"{self.prefix}_{v}") for v in ("step", "cond")
@@ -134,10 +130,7 @@ class GraphWriter:
             ],
             body.initializers,
         )
-        trips = self.node(
-            "Squeeze",
-            [self.node("Div", [n, self.const("rows", [rows], i64)]), self.const("zero", [0], i64)],
-        )
+        trips = self.node("Squeeze", [n_blocks, self.const("zero", [0], i64)])
         always = self.const("true", True, TensorProto.BOOL, [])
         blocks = self.node("Loop", [trips, always], body=graph)
         blocks = self.node("Reshape", [blocks, self.const("flat", [-1, width], i64)])
