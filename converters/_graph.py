@@ -9,7 +9,7 @@ cannot overflow (float32 overflows from C(132, 66)).
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper, numpy_helper
 
 from bernonnx._core.transforms import exponent_factors
 
@@ -20,6 +20,7 @@ _NUMPY = {
     FLOAT: np.float32,
     TensorProto.INT64: np.int64,
     TensorProto.UINT8: np.uint8,
+    TensorProto.BOOL: np.bool_,
 }
 
 #: Minimum ai.onnx opset the emitted nodes need (Clip with tensor bounds,
@@ -61,9 +62,14 @@ class GraphWriter:
         self.container.add_initializer(unique, dtype, shape, flat)
         return unique
 
-    def node(self, op_type: str, inputs: list[str], name: str | None = None, **attrs) -> str:
-        """One node with one output; returns the output name."""
-        out = self.scope.get_unique_variable_name(f"{self.prefix}_{name or op_type.lower()}")
+    def node(
+        self, op_type: str, inputs: list[str], name: str | None = None, outputs=None, **attrs
+    ) -> str:
+        """One node; returns the name of its output, a new one unless ``outputs`` (a
+        list of names, for several outputs) is given."""
+        out = outputs or self.scope.get_unique_variable_name(
+            f"{self.prefix}_{name or op_type.lower()}"
+        )
         self.container.add_node(
             op_type,
             inputs,
@@ -81,12 +87,92 @@ class GraphWriter:
             return self.node(op, [x, axes], keepdims=keepdims)
         return self.node(op, [x], axes=[axis], keepdims=keepdims)
 
+    def in_row_blocks(self, x: str, emit, rows: int, width: int, elem: int = DOUBLE) -> str:
+        """``emit(writer, x)`` on blocks of ``rows`` rows of ``x`` at a time, (N, width)
+        of type ``elem``.
+
+        A Loop runs ``emit`` on each full block (its nodes written into the Loop's
+        body by a :class:`BodyWriter`), and ``emit`` runs once more on the last
+        ``N mod rows`` rows; the results are stacked in row order. Each row's result is
+        the one ``emit`` gives on all rows at once whenever its operations compute row
+        by row. Why: a block's intermediates stay in cache where the whole batch's
+        (N, thousands) intermediates would stream through memory at every node.
+        """
+        i64 = TensorProto.INT64
+        n = self.node("Gather", [self.node("Shape", [x]), self.const("zero", [0], i64)])
+        per_block = self.const("rows", [rows], i64)
+        n_blocks = self.node("Div", [n, per_block])
+        full = self.node("Mul", [n_blocks, per_block])
+        body = BodyWriter(self)
+        step, cond = (
+            self.scope.get_unique_variable_name(f"{self.prefix}_{v}") for v in ("step", "cond")
+        )
+        start = body.node(
+            "Unsqueeze",
+            [
+                body.node("Mul", [step, body.const("rows", rows, i64, [])]),
+                body.const("axis0", [0], i64),
+            ],
+        )
+        end = body.node("Add", [start, body.const("rows", [rows], i64)])
+        block = emit(body, body.node("Slice", [x, start, end, body.const("axis0", [0], i64)]))
+        cond_out = body.node("Identity", [cond])
+        graph = helper.make_graph(
+            body.nodes,
+            self.scope.get_unique_operator_name(f"{self.prefix}_block_body"),
+            [
+                helper.make_tensor_value_info(step, i64, []),
+                helper.make_tensor_value_info(cond, TensorProto.BOOL, []),
+            ],
+            [
+                helper.make_tensor_value_info(cond_out, TensorProto.BOOL, []),
+                helper.make_tensor_value_info(block, elem, [rows, width]),
+            ],
+            body.initializers,
+        )
+        trips = self.node("Squeeze", [n_blocks, self.const("zero", [0], i64)])
+        always = self.const("true", True, TensorProto.BOOL, [])
+        blocks = self.node("Loop", [trips, always], body=graph)
+        blocks = self.node("Reshape", [blocks, self.const("flat", [-1, width], i64)])
+        last = self.node(
+            "Slice", [x, full, self.const("end", [2**62], i64), self.const("zero", [0], i64)]
+        )
+        return self.node("Concat", [blocks, emit(self, last)], axis=0)
+
     def to_double(self, name: str) -> str:
         return self.node("Cast", [name], "double", to=DOUBLE)
 
     def column(self, name: str, index: int) -> str:
         """Column ``index`` of an (N, K) tensor as (N, 1)."""
         return self.node("Gather", [name, self.const("col", [index], TensorProto.INT64)], axis=1)
+
+
+class BodyWriter(GraphWriter):
+    """A :class:`GraphWriter` whose nodes and constants make a subgraph (a Loop's
+    body): :attr:`nodes` and :attr:`initializers`, names unique in the whole model."""
+
+    def __init__(self, g: GraphWriter):
+        super().__init__(g.scope, g.container, g.prefix)
+        self.nodes: list = []
+        self.initializers: list = []
+
+    def const(self, name: str, values, dtype=DOUBLE, shape=None) -> str:
+        arr = np.asarray(values).astype(_NUMPY[dtype])
+        arr = arr.reshape(arr.shape if shape is None else shape)
+        unique = self.scope.get_unique_variable_name(f"{self.prefix}_{name}")
+        self.initializers.append(numpy_helper.from_array(arr, unique))
+        return unique
+
+    def node(
+        self, op_type: str, inputs: list[str], name: str | None = None, outputs=None, **attrs
+    ) -> str:
+        out = outputs or self.scope.get_unique_variable_name(
+            f"{self.prefix}_{name or op_type.lower()}"
+        )
+        op_name = self.scope.get_unique_operator_name(f"{self.prefix}_{op_type}")
+        listed = out if isinstance(out, list) else [out]
+        self.nodes.append(helper.make_node(op_type, inputs, listed, name=op_name, **attrs))
+        return out
 
 
 def clipped_log_odds(g: GraphWriter, p: str, eps: float) -> str:

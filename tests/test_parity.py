@@ -672,6 +672,30 @@ def test_boosting_probabilities_and_their_log_odds(model, dtype):
         assert_every_row(cal, X[1700:], dtype, PROMISED)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize(
+    "model",
+    [
+        HistGradientBoostingClassifier(max_iter=40, random_state=0),
+        GradientBoostingClassifier(n_estimators=40, random_state=0),
+        RandomForestClassifier(25, random_state=0, n_jobs=1),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+def test_tree_sums_in_scikit_learns_order(model, n_classes):
+    """The graph adds the trees one after the other from the start value, as
+    scikit-learn does, so the base model's scores are Python's bit for bit (a sum
+    in any other order, or the start value added last, is off by an ulp)."""
+    X, y = make_classification(
+        4000, 8, n_informative=5, n_classes=n_classes, random_state=n_classes
+    )
+    base = clone(model).fit(X[:2000], y[:2000])
+    cal = CalibratedClassifier(FrozenEstimator(base)).fit(X[2000:3000], y[2000:3000])
+    report = check_parity(cal, to_onnx(cal, X[:5]), X[3000:])
+    assert report["base_max_abs_error"] == [0.0]
+    assert report["labels_equal"]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
     "scaler",
