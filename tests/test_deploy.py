@@ -18,10 +18,10 @@ import pytest
 from onnx import TensorProto, helper
 from skl2onnx import to_onnx
 from sklearn.datasets import make_classification
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
-from sklearn.svm import LinearSVC
+from sklearn.svm import SVC, LinearSVC
 
 from bernonnx import BernsteinCalibrator, CalibratedClassifier
 from bernonnx.deploy import run_onnx, to_ort_format, write_triton_repository
@@ -76,6 +76,9 @@ MODELS = {
     "bernstein_binary_f32": ("calibrated_binary", np.float32, np.int64, 2),
     "bernstein_3class_f64": ("calibrated_nb", np.float64, np.int64, 3),
     "bernstein_strings_f32": ("calibrated_strings", np.float32, np.str_, 3),
+    # exact graphs with a Loop over row blocks and CumSum (SVC), CumSum over trees (boosting)
+    "svc_binary_f64": ("calibrated_svc", np.float64, np.int64, 2),
+    "boosting_binary_f32": ("calibrated_boosting", np.float32, np.int64, 2),
 }
 
 
@@ -102,6 +105,10 @@ def fitted(data):
         "calibrated_strings": CalibratedClassifier(
             LinearSVC(), BernsteinCalibrator(degree=6), cv=3
         ).fit(X, np.array(["setosa", "versicolor", "virginica"])[y]),
+        "calibrated_svc": CalibratedClassifier(SVC(), cv=3).fit(X, (y == 1).astype(int)),
+        "calibrated_boosting": CalibratedClassifier(
+            GradientBoostingClassifier(n_estimators=20, max_depth=2, random_state=0), cv=3
+        ).fit(X, (y == 1).astype(int)),
     }
 
 
@@ -475,6 +482,30 @@ def test_node_gives_pythons_probabilities(
     feeds = _feeds(model_name, data)
     actual = _run_node(node_runner, runtime, exported[model_name], feeds, tmp_path)
     X = feeds["X"]
+    np.testing.assert_allclose(
+        actual["probabilities"],
+        estimator.predict_proba(X),
+        rtol=0,
+        atol=TOLERANCE[np.dtype(dtype)],
+    )
+    np.testing.assert_array_equal(actual["label"], estimator.predict(X))
+
+
+@pytest.mark.parametrize("runtime", ["node", "web"])
+@pytest.mark.parametrize("model_name", ["svc_binary_f64", "bernstein_3class_f64"])
+def test_node_runs_the_row_block_loop(
+    model_name, runtime, node_runner, fitted, exported, data, tmp_path
+):
+    """The exact SVC and GaussianNB graphs compute on blocks of rows in a Loop. With more
+    rows than a block holds (GaussianNB here: 17,476), Node's and the browser's runtimes
+    run the Loop's body, which the other tests' 110 rows never reach, and give Python's
+    probabilities."""
+    estimator, dtype = fitted[MODELS[model_name][0]], MODELS[model_name][1]
+    X_eval = data[2]
+    spread = np.linspace(-0.5, 0.5, 400 * len(X_eval))[:, None]
+    X = (np.repeat(X_eval, 400, axis=0) + spread).astype(dtype)
+    assert any(node.op_type == "Loop" for node in exported[model_name].graph.node)
+    actual = _run_node(node_runner, runtime, exported[model_name], {"X": X}, tmp_path)
     np.testing.assert_allclose(
         actual["probabilities"],
         estimator.predict_proba(X),
