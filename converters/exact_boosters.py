@@ -1,17 +1,17 @@
 """Exact raw margins of XGBoost and LightGBM classifiers (part of ``converters/exact.py``)::
 
     TreeEnsembleRegressor whose target t is the leaf id reached in tree t
-    -> Cast -> Add(offsets) -> Gather(leaf values, one column per class)
-    -> Reshape (N, iterations, trees per iteration, K) -> ReduceSum(axis 2)
-    -> Split(iterations) -> Add, Add, ... in tree order -> Reshape (N, K) -> Cast(double)
+    -> Transpose (trees first) -> Cast -> Add(offsets)
+    -> Gather(leaf values, one column per class, the base margin in tree 0's)
+    -> CumSum over the trees, last slice -> (N, K) -> Cast(double)
 
 Each library sums the trees' leaf values one tree after the other: XGBoost in
 float32, starting from the base margin (``-log(1 / base_score - 1)`` in float32 for
 ``binary:logistic``), LightGBM in float64 starting from 0 (its first trees hold
 the initial score). A ``ReduceSum`` may add in any order, so the graph adds the
-iterations one ``Add`` at a time in the library's float type. Within one
-iteration each class has one tree and the others' columns hold 0, so the
-``ReduceSum`` over them is exact.
+trees with a ``CumSum``, one tree after the other in the library's float type. Each
+tree's leaves are non-zero in its class's column only; the zeros it adds to the
+other columns are exact.
 
 Splits: XGBoost casts X to float32 and sends ``x < t`` left, ``t`` float32,
 NaN to the default child. LightGBM casts X to float64 and sends ``x <= t`` left,
@@ -195,23 +195,19 @@ def booster_margins(g: GraphWriter, x: str, elem: int, model) -> str:
         raise NotImplementedError("boosters with several trees per class and iteration")
     if not trees:
         raise NotImplementedError(f"{type(model).__name__} without trees")
-    index = leaf_index(g, x, trees, elem, x_dtype, mode)
+    # the base margin goes into the first tree's leaves, every class's column: its own
+    # class's base + v rounds, in the work type, as the library's first addition, and
+    # the other classes' base + 0 is their base, to which their first tree adds alike
+    values = [(base + values[0]).astype(values[0].dtype), *values[1:]]
+    index = leaf_index(g, x, trees, elem, x_dtype, mode, trees_first=True)
     table = g.const("leaf_values", np.concatenate(values), work)
-    leaves = g.node("Gather", [table, index], axis=0)  # (N, T, K)
-    n_iter = len(trees) // n_classes
-    shape = g.const("shape", [0, n_iter, n_classes, n_classes], INT64)
-    # one tree per class in each iteration: the others' zeros add exactly
-    per_iter = g.reduce("ReduceSum", g.node("Reshape", [leaves, shape]), 2, 0)
-    parts = [g.scope.get_unique_variable_name(f"{g.prefix}_iteration") for _ in range(n_iter)]
-    g.container.add_node(
-        "Split",
-        [per_iter, g.const("split", [1] * n_iter, INT64)],
-        parts,
-        axis=1,
-        name=g.scope.get_unique_operator_name(f"{g.prefix}_Split"),
-    )
-    total = g.const("base_margin", np.asarray(base).reshape(1, 1, n_classes), work)
-    for part in parts:
-        total = g.node("Add", [total, part])
-    total = g.node("Reshape", [total, g.const("flat", [0, n_classes], INT64)])
+    leaves = g.node("Gather", [table, index], axis=0)  # (T, N, K)
+    # CumSum adds one tree's (N, K) block after the other (onnxruntime's cumsum.cc:
+    # out[t] = out[t-1] + in[t]), in the work type: its last block is the library's sum;
+    # a class's column gets the other classes' zeros in between, which add exactly
+    if len(trees) > 1:
+        leaves = g.node("CumSum", [leaves, g.const("trees_axis", 0, INT64, [])])
+        last = (("last", -1), ("end", 2**62), ("axis0", 0))
+        leaves = g.node("Slice", [leaves, *(g.const(k, [v], INT64) for k, v in last)])
+    total = g.node("Squeeze", [leaves, g.const("trees_axis", [0], INT64)])
     return cast_to(g, total, DOUBLE, work)
