@@ -949,7 +949,8 @@ def table_small_sizes(cfg: Config, rep: Report) -> None:
         "section 6's with 1% of the scores times 30 (heavy tails). Held-out scores: "
         "`benchmarks/_realdata.py`'s calibration split (rows the model was not fitted on). "
         "Graph throughput: `exact_serving.py`'s float32 graphs on the credit data, ours "
-        "(base model and default calibrator, one graph) over skl2onnx's base model alone. "
+        "(base model and default calibrator, one graph) over skl2onnx's base model alone "
+        "(XGBoost and LightGBM: onnxmltools' converters registered in skl2onnx). "
         "The fit at n = 1e6 and `predict_proba` at 1e6 are sections 1 and 4.",
         md_table(
             ["figure", "rows", "ours / competitor", "ratio", "target", "result", "load"], rows
