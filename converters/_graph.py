@@ -23,6 +23,18 @@ _NUMPY = {
     TensorProto.BOOL: np.bool_,
 }
 
+#: The nodes :meth:`GraphWriter._kept` writes so that onnxruntime keeps them.
+_KEPT = {"Add", "Sub", "Mul", "Div"}
+
+
+def _scalars(container) -> dict:
+    """The one-element float64 constants written into ``container``: name to
+    (value, shape)."""
+    if not hasattr(container, "_bernonnx_scalars"):
+        container._bernonnx_scalars = {}
+    return container._bernonnx_scalars
+
+
 #: Minimum ai.onnx opset the emitted nodes need (Clip with tensor bounds,
 #: ReduceSum with axes as an input); the converters refuse a lower target.
 MIN_OPSET = 13
@@ -60,6 +72,8 @@ class GraphWriter:
         else:
             flat = arr.astype(_NUMPY[dtype]).ravel().tolist()
         self.container.add_initializer(unique, dtype, shape, flat)
+        if dtype == DOUBLE and len(flat) == 1:
+            _scalars(self.container)[unique] = (flat[0], shape)
         return unique
 
     def node(
@@ -70,6 +84,8 @@ class GraphWriter:
         out = outputs or self.scope.get_unique_variable_name(
             f"{self.prefix}_{name or op_type.lower()}"
         )
+        if op_type in _KEPT and not attrs:
+            op_type, inputs = self._kept(op_type, list(inputs))
         self.container.add_node(
             op_type,
             inputs,
@@ -78,6 +94,56 @@ class GraphWriter:
             **attrs,
         )
         return out
+
+    def _plain(self, op_type: str, inputs: list[str]) -> str:
+        """One node as given (the parts :meth:`_kept` writes)."""
+        out = self.scope.get_unique_variable_name(f"{self.prefix}_{op_type.lower()}")
+        name = self.scope.get_unique_operator_name(f"{self.prefix}_{op_type}")
+        self.container.add_node(op_type, inputs, out, name=name)
+        return out
+
+    def _kept(self, op_type: str, inputs: list[str]) -> tuple[str, list[str]]:
+        """``op_type`` on ``inputs`` as a node onnxruntime's optimiser keeps as it is.
+
+        onnxruntime drops ``x + c`` and ``x - c`` when a one-element constant ``c`` is 0
+        once cast to float32, and ``x * c``, ``x / c`` when it is 1, also in float64
+        graphs, and fuses ``Div(1, x)`` into a following ``Mul`` with one rounding fewer
+        (see ``bernonnx.export._ort_rewrites``, which ``to_onnx`` and ``attach`` run
+        on whole graphs). Here, for this writer's own float64 constants, the node is
+        written as an equal computation from the start, so that a graph made by a plain
+        ``skl2onnx.to_onnx`` with the registered converters is safe too: ``x + c`` as
+        ``Sum(x, c)``, ``x - c`` as ``Sum(x, -c)``, ``x * c`` as ``(x * (c / 2)) * 2``,
+        ``x / c`` as ``(x / (2 c)) * 2`` (exact away from subnormal products) and
+        ``Div(1, x)`` as ``Reciprocal(x)``.
+        """
+        scalars = _scalars(self.container)
+        value = [scalars.get(name) for name in inputs]
+        if len(inputs) != 2 or value == [None, None]:
+            return op_type, inputs
+
+        def dropped(v, identity):
+            with np.errstate(over="ignore"):
+                return v is not None and v[0] != identity and np.float32(v[0]) == identity
+
+        if op_type == "Add" and (dropped(value[0], 0.0) or dropped(value[1], 0.0)):
+            return "Sum", inputs
+        # c / 2, 2 c and -c are computed from c by a node (exact; onnxruntime folds it
+        # into a constant), so that c stays in use: an unused initializer makes
+        # onnxruntime print a warning when the graph loads
+        if op_type == "Sub" and dropped(value[1], 0.0):
+            return "Sum", [inputs[0], self._plain("Neg", [inputs[1]])]
+        if op_type == "Mul" and (dropped(value[0], 1.0) or dropped(value[1], 1.0)):
+            k = 1 if dropped(value[1], 1.0) else 0
+            half = self._plain("Mul", [inputs[k], self.const("half", 0.5, shape=value[k][1])])
+            part = self._plain("Mul", [inputs[1 - k], half])
+            return "Mul", [part, self.const("two", 2.0, shape=value[k][1])]
+        if op_type == "Div" and dropped(value[1], 1.0):
+            twice = self._plain("Mul", [inputs[1], self.const("two", 2.0, shape=value[1][1])])
+            part = self._plain("Div", [inputs[0], twice])
+            return "Mul", [part, self.const("two", 2.0, shape=value[1][1])]
+        if op_type == "Div" and value[0] is not None and value[0][0] == 1.0:
+            return "Reciprocal", [inputs[1]]
+        return op_type, inputs
 
     def reduce(self, op: str, x: str, axis: int = 1, keepdims: int = 1) -> str:
         """``op`` (ReduceSum, ReduceMax, ReduceMin) over ``axis``: ReduceSum has

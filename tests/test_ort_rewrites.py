@@ -31,6 +31,7 @@ from bernonnx import (
     TemperatureCalibrator,
     attach,
 )
+from bernonnx.converters._graph import GraphWriter
 from bernonnx.export import _attach, convert, to_onnx
 from bernonnx.export._ort_rewrites import find_hazards, make_safe
 
@@ -219,13 +220,18 @@ def _weighted_logits(beta, n=2000, seed=0):
 
 
 def _without_rewrites(monkeypatch):
+    """Both protections off: the rewrite of finished graphs and the converters' own
+    safe forms (``GraphWriter._kept``)."""
     monkeypatch.setattr(convert, "make_safe", lambda model: [])
     monkeypatch.setattr(_attach, "make_safe", lambda model: [])
+    monkeypatch.setattr(GraphWriter, "_kept", lambda self, op_type, inputs: (op_type, inputs))
 
 
-def test_a_temperature_of_one_plus_2e_8(monkeypatch):
-    # the logistic regression's log-odds, relabelled so that their weighted
-    # maximum-likelihood inverse temperature is 1 + 2e-8
+@pytest.fixture(scope="module")
+def near_one_temperature():
+    """A CalibratedClassifier whose fitted inverse temperature is 1 + 2e-8: the logistic
+    regression's log-odds, relabelled so that their weighted maximum-likelihood
+    temperature lands there."""
     X, y = make_classification(4000, n_features=5, random_state=0)
     base = LogisticRegression().fit(X[:2000], y[:2000])
     p = expit(NEAR_ONE * base.decision_function(X[2000:]))
@@ -235,6 +241,11 @@ def test_a_temperature_of_one_plus_2e_8(monkeypatch):
     clf.fit(X_cal, y_cal, sample_weight=np.r_[p, 1 - p])
     beta = clf.calibrated_classifiers_[0].calibrators[0].inverse_temperature_
     assert beta != 1 and np.float32(beta) == 1  # the hazard is in the fitted model
+    return clf, X
+
+
+def test_a_temperature_of_one_plus_2e_8(near_one_temperature, monkeypatch):
+    clf, X = near_one_temperature
     onx = to_onnx(clf, X[:5])
     assert find_hazards(onx) == []
     label, proba = run_onnx(onx, X)  # onnxruntime's default optimisation level
@@ -243,6 +254,51 @@ def test_a_temperature_of_one_plus_2e_8(monkeypatch):
     _without_rewrites(monkeypatch)
     with pytest.raises(NotImplementedError, match="differs from Python"):
         to_onnx(clf, X)  # every row: the first five may be within 1e-9
+
+
+def test_plain_skl2onnx_with_the_registered_converters_is_safe(near_one_temperature):
+    # the converters write the temperature's product as a computation onnxruntime keeps,
+    # so skl2onnx.to_onnx's graph needs no rewrite (on main it was 4.5e-9 off)
+    import skl2onnx
+
+    from bernonnx.converters import register_converters
+
+    clf, X = near_one_temperature
+    register_converters()
+    onx = skl2onnx.to_onnx(clf, X[:5])
+    assert find_hazards(onx) == []
+    for level in (
+        ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    ):
+        options = ort.SessionOptions()
+        options.graph_optimization_level = level
+        session = ort.InferenceSession(onx.SerializeToString(), options)
+        _, proba = session.run(None, {session.get_inputs()[0].name: X})
+        assert np.abs(proba - clf.predict_proba(X)).max() <= tolerance(np.float64)
+
+
+def test_plain_skl2onnx_base_steps_need_make_safe(one_column_frame):
+    # skl2onnx's own StandardScaler converter divides by 1 + 2e-8, which onnxruntime
+    # drops; make_safe (public, as the serving docs say) rewrites it
+    import skl2onnx
+
+    from bernonnx.converters import register_converters
+    from bernonnx.export import make_safe as public_make_safe
+
+    X, y = one_column_frame
+    half = len(X) // 2
+    base = make_pipeline(StandardScaler(), LogisticRegression()).fit(X[:half], y[:half])
+    clf = CalibratedClassifier(FrozenEstimator(base), PlattCalibrator()).fit(X[half:], y[half:])
+    X64 = X.to_numpy()
+    register_converters()
+    onx = skl2onnx.to_onnx(clf, X64[:5])
+    assert [h.op_type for h in find_hazards(onx)] == ["Div"]
+    _, off = run_onnx(onx, X64)
+    assert np.abs(off - clf.predict_proba(X64)).max() > 1e-9  # what onnxruntime did
+    assert [h.op_type for h in public_make_safe(onx)] == ["Div"]
+    _, proba = run_onnx(onx, X64)
+    assert np.abs(proba - clf.predict_proba(X64)).max() <= tolerance(np.float64)
 
 
 def test_attach_keeps_a_temperature_of_one_plus_2e_8(monkeypatch):

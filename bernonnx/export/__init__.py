@@ -26,6 +26,7 @@ calibrator's graph to a model that already ships as ONNX (:func:`bernonnx.attach
 """
 
 from ._inputs import onnx_inputs
+from ._ort_rewrites import make_safe
 from .convert import DEFAULT_OPSET, InexactExportWarning, float32_input_loss, to_onnx
 from .parity import PARITY_TOLERANCE, ParityReport, check_parity, format_parity
 
@@ -37,6 +38,7 @@ __all__ = [
     "check_parity",
     "float32_input_loss",
     "format_parity",
+    "make_safe",
     "onnx_inputs",
     "to_onnx",
 ]

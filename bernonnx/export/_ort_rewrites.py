@@ -302,8 +302,39 @@ def _drop_unused(graph: onnx.GraphProto, names: set[str]) -> None:
 
 
 def make_safe(model: onnx.ModelProto) -> list[Hazard]:
-    """Rewrite, in place, every node :func:`find_hazards` finds into the equal computation
-    the module's docstring gives; returns what was rewritten.
+    """Rewrite, in place, every node onnxruntime's graph optimiser would change although
+    it is no no-op, into an equal computation it keeps; returns what was rewritten.
+
+    :func:`bernonnx.to_onnx` and :func:`bernonnx.attach` run it on every graph they
+    return. A graph made by a plain ``skl2onnx.to_onnx`` (with
+    ``bernonnx.converters.register_converters``) needs it too: skl2onnx's own
+    converters of the base model's steps can write such nodes. The nodes: ``x + c``
+    and ``x - c`` with a one-element float64 constant ``c`` that float32 rounds to 0,
+    ``x * c`` and ``x / c`` with one it rounds to 1 (onnxruntime's ``NoopElimination``
+    compares in float32 and removes them), and ``Div(1, x)`` (its ``DivMulFusion``
+    rounds once fewer). They become ``Sum(x, c)``, ``Sum(x, -c)``,
+    ``(x * (c / 2)) * 2``, ``(x / (2 c)) * 2`` and ``Reciprocal(x)``: equal in IEEE
+    arithmetic, except that a product below 2^-1021 in magnitude may differ by one
+    subnormal unit (``2^-1074``).
+
+    Examples
+    --------
+    A float64 graph that multiplies by ``1 + 1e-9``, which onnxruntime would drop:
+
+    >>> import numpy as np
+    >>> from onnx import TensorProto, helper, numpy_helper
+    >>> from bernonnx.export import make_safe
+    >>> x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None])
+    >>> c = numpy_helper.from_array(np.array([1 + 1e-9]), "c")
+    >>> graph = helper.make_graph(
+    ...     [helper.make_node("Exp", ["x"], ["e"]), helper.make_node("Mul", ["e", "c"], ["y"])],
+    ...     "g", [x], [y], [c])
+    >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    >>> [(h.op_type, h.rule) for h in make_safe(model)]
+    [('Mul', 'NoopElimination')]
+    >>> [node.op_type for node in model.graph.node]
+    ['Exp', 'Mul', 'Mul']
 
     Raises
     ------
