@@ -41,6 +41,7 @@ from _harness import load_average, md_table  # noqa: E402
 from _realdata import BASE_MODELS, DEFAULT_DATA_DIR, Cell, fit_cell  # noqa: E402
 from onnx_serving import make_session, time_calls  # noqa: E402
 
+from bernonnx.converters.boosters import register_booster_converter  # noqa: E402
 from bernonnx.export import check_parity, onnx_inputs, to_onnx  # noqa: E402
 
 BATCH = 100_000
@@ -54,33 +55,10 @@ BASE_NOTE = (
 )
 
 
-def _register_booster_converters() -> None:
-    """onnxmltools' XGBoost and LightGBM converters in skl2onnx's registry, as their
-    documentation shows, so that skl2onnx converts a Pipeline ending in a booster (the
-    base model alone, the competitor of our graph; the ``boosters`` extra)."""
-    import lightgbm
-    import xgboost
-    from onnxmltools.convert.lightgbm.operator_converters.LightGbm import convert_lightgbm
-    from onnxmltools.convert.xgboost.operator_converters.XGBoost import convert_xgboost
-    from skl2onnx import update_registered_converter
-    from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
-
-    options = {"nocl": [True, False], "zipmap": [True, False, "columns"]}
-    for cls, alias, convert in (
-        (xgboost.XGBClassifier, "XGBoostXGBClassifier", convert_xgboost),
-        (lightgbm.LGBMClassifier, "LightGbmLGBMClassifier", convert_lightgbm),
-    ):
-        update_registered_converter(
-            cls, alias, calculate_linear_classifier_output_shapes, convert, options=options
-        )
-
-
 def _allowed_options(final) -> dict:
     from skl2onnx._supported_operators import sklearn_operator_name_map
     from skl2onnx.common._registration import get_converter
 
-    if type(final).__module__.split(".")[0] in ("xgboost", "lightgbm"):
-        _register_booster_converters()
     alias = sklearn_operator_name_map[type(final)]
     return get_converter(alias).get_allowed_options() or {}
 
@@ -143,6 +121,8 @@ def serving_row(name: str, rows: int, warmup: int, repeats: int) -> tuple[list[s
     try:
         pipeline = model.calibrated_classifiers_[0].estimator.estimator
         final = pipeline.steps[-1][1]
+        # XGBoost and LightGBM: onnxmltools' converter, registered in skl2onnx
+        register_booster_converter(final)
         # the score our graph calibrates: decision functions as raw scores
         method = model.calibrated_classifiers_[0].response_method
         # (onnxmltools' booster converters have no raw-score option: their graphs add the
