@@ -32,7 +32,7 @@ from onnx import TensorProto
 from bernonnx._meta import booster_kind
 from bernonnx.converters._graph import DOUBLE, FLOAT, GraphWriter
 from bernonnx.converters.exact_models import cast_to
-from bernonnx.converters.exact_trees import leaf_index
+from bernonnx.converters.exact_trees import leaf_index, sum_in_tree_order
 
 __all__ = ["booster_margins", "booster_supported"]
 
@@ -200,14 +200,7 @@ def booster_margins(g: GraphWriter, x: str, elem: int, model) -> str:
     # the other classes' base + 0 is their base, to which their first tree adds alike
     values = [(base + values[0]).astype(values[0].dtype), *values[1:]]
     index = leaf_index(g, x, trees, elem, x_dtype, mode, trees_first=True)
-    table = g.const("leaf_values", np.concatenate(values), work)
-    leaves = g.node("Gather", [table, index], axis=0)  # (T, N, K)
-    # CumSum adds one tree's (N, K) block after the other (onnxruntime's cumsum.cc:
-    # out[t] = out[t-1] + in[t]), in the work type: its last block is the library's sum;
-    # a class's column gets the other classes' zeros in between, which add exactly
-    if len(trees) > 1:
-        leaves = g.node("CumSum", [leaves, g.const("trees_axis", 0, INT64, [])])
-        last = (("last", -1), ("end", 2**62), ("axis0", 0))
-        leaves = g.node("Slice", [leaves, *(g.const(k, [v], INT64) for k, v in last)])
-    total = g.node("Squeeze", [leaves, g.const("trees_axis", [0], INT64)])
+    # each tree's leaves are non-zero in its class's column only: the zeros it adds to
+    # the other columns are exact
+    total = sum_in_tree_order(g, index, values, work)
     return cast_to(g, total, DOUBLE, work)

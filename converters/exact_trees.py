@@ -25,7 +25,7 @@ from onnx import TensorProto, numpy_helper
 from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from bernonnx.converters._graph import FLOAT, GraphWriter
+from bernonnx.converters._graph import DOUBLE, FLOAT, GraphWriter
 from bernonnx.converters.exact_models import cast_to
 
 INT64 = TensorProto.INT64
@@ -121,25 +121,29 @@ def tree_ensemble(g: GraphWriter, x: str, model, elem: int) -> str:
         # the start value goes into the first tree's leaves: init + v rounds in numpy
         # as the sum scikit-learn starts with (other classes' zeros add exactly)
         values[0] = post[1] + values[0]
-    table = g.const("leaf_values", np.concatenate(values))
-    # (T, N, K), trees first; CumSum adds one tree's (N, K) block after the other
-    # (onnxruntime's cumsum.cc: out[t] = out[t-1] + in[t]), its last block is the sum
-    # in scikit-learn's order. A ReduceSum over the trees' axis summed in its own
-    # order (onnxruntime runs it as a product with ones, one per row), at half the speed.
-    leaves = g.node("Gather", [table, index], axis=0)
-    if len(trees) > 1:
-        leaves = g.node("CumSum", [leaves, g.const("trees_axis", 0, INT64, [])])
-        leaves = g.node(
-            "Slice",
-            [
-                leaves,
-                *(g.const(k, [v], INT64) for k, v in (("last", -1), ("end", 2**62), ("axis0", 0))),
-            ],
-        )
-    total = g.node("Squeeze", [leaves, g.const("trees_axis", [0], INT64)])
+    total = sum_in_tree_order(g, index, values)
     if post is not None and post[0] == "div":
         return g.node("Div", [total, g.const("n_trees", post[1])])
     return total
+
+
+def sum_in_tree_order(g: GraphWriter, index: str, values: list, elem: int = DOUBLE) -> str:
+    """(N, K): each row's leaf values (``values[t]`` of tree t, (leaves, K); ``index`` the
+    trees-first leaf ids of :func:`leaf_index`) added one tree after the other, in
+    ``elem``.
+
+    ``Gather`` gives (T, N, K), trees first; ``CumSum`` adds one tree's (N, K) block after
+    the other (onnxruntime's cumsum.cc: out[t] = out[t-1] + in[t]), and its last block is
+    the sum in the libraries' order. A ``ReduceSum`` over the trees' axis sums in its own
+    order (onnxruntime runs it as a product with ones, one per row), at half the speed.
+    """
+    table = g.const("leaf_values", np.concatenate(values), elem)
+    leaves = g.node("Gather", [table, index], axis=0)
+    if len(values) > 1:
+        leaves = g.node("CumSum", [leaves, g.const("trees_axis", 0, INT64, [])])
+        last = (("last", -1), ("end", 2**62), ("axis0", 0))
+        leaves = g.node("Slice", [leaves, *(g.const(k, [v], INT64) for k, v in last)])
+    return g.node("Squeeze", [leaves, g.const("trees_axis", [0], INT64)])
 
 
 def leaf_index(
