@@ -27,6 +27,17 @@ _NUMPY = {
 _KEPT = {"Add", "Sub", "Mul", "Div"}
 
 
+def noop_eliminated(op_type: str, value: float) -> bool:
+    """Whether onnxruntime's ``NoopElimination`` removes ``op_type`` (Add, Sub, Mul, Div)
+    of ``x`` and a one-element float64 constant ``value`` that is no neutral element:
+    it casts the constant to float32 before comparing it with 0 (Add, Sub) or 1 (Mul,
+    Div). The rule of :meth:`GraphWriter._kept` and of
+    ``bernonnx.export.make_safe``."""
+    neutral = 0.0 if op_type in ("Add", "Sub") else 1.0
+    with np.errstate(over="ignore"):
+        return value != neutral and np.float32(value) == neutral
+
+
 def _scalars(container) -> dict:
     """The one-element float64 constants written into ``container``: name to
     (value, shape)."""
@@ -120,24 +131,20 @@ class GraphWriter:
         value = [scalars.get(name) for name in inputs]
         if len(inputs) != 2 or value == [None, None]:
             return op_type, inputs
-
-        def dropped(v, identity):
-            with np.errstate(over="ignore"):
-                return v is not None and v[0] != identity and np.float32(v[0]) == identity
-
-        if op_type == "Add" and (dropped(value[0], 0.0) or dropped(value[1], 0.0)):
+        hit = [v is not None and noop_eliminated(op_type, v[0]) for v in value]
+        if op_type == "Add" and any(hit):
             return "Sum", inputs
         # c / 2, 2 c and -c are computed from c by a node (exact; onnxruntime folds it
         # into a constant), so that c stays in use: an unused initializer makes
         # onnxruntime print a warning when the graph loads
-        if op_type == "Sub" and dropped(value[1], 0.0):
+        if op_type == "Sub" and hit[1]:
             return "Sum", [inputs[0], self._plain("Neg", [inputs[1]])]
-        if op_type == "Mul" and (dropped(value[0], 1.0) or dropped(value[1], 1.0)):
-            k = 1 if dropped(value[1], 1.0) else 0
+        if op_type == "Mul" and any(hit):
+            k = 1 if hit[1] else 0
             half = self._plain("Mul", [inputs[k], self.const("half", 0.5, shape=value[k][1])])
             part = self._plain("Mul", [inputs[1 - k], half])
             return "Mul", [part, self.const("two", 2.0, shape=value[k][1])]
-        if op_type == "Div" and dropped(value[1], 1.0):
+        if op_type == "Div" and hit[1]:
             twice = self._plain("Mul", [inputs[1], self.const("two", 2.0, shape=value[1][1])])
             part = self._plain("Div", [inputs[0], twice])
             return "Mul", [part, self.const("two", 2.0, shape=value[1][1])]

@@ -46,6 +46,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from bernonnx.converters._graph import noop_eliminated
+
 __all__ = ["Hazard", "find_hazards", "make_safe"]
 
 # what constant folding never folds (onnxruntime's optimizer_utils: the ONNX domain's
@@ -181,10 +183,7 @@ def _rule(node: onnx.NodeProto, index: int, value: np.ndarray) -> str | None:
     if value.size > 1 or value.dtype != np.float64:
         # a float32, float16 or integer constant is compared as it is: a true no-op
         return None
-    v = float(value.ravel()[0])
-    neutral = 0.0 if node.op_type in ("Add", "Sub") else 1.0
-    with np.errstate(over="ignore"):
-        return "NoopElimination" if v != neutral and np.float32(v) == neutral else None
+    return "NoopElimination" if noop_eliminated(node.op_type, float(value.ravel()[0])) else None
 
 
 def _hazards_of(graph: onnx.GraphProto, consts: _Constants) -> list[tuple[Hazard, int]]:
