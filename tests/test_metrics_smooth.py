@@ -21,6 +21,7 @@ from bernonnx.metrics import (
     expected_calibration_error,
     log_loss,
     log_loss_decomposition,
+    multiclass_log_loss,
     smooth_calibration_curve,
     smooth_calibration_error,
     top_label_smooth_calibration_error,
@@ -291,6 +292,77 @@ def test_log_loss_split_weights_and_multiclass():
     rows = np.repeat(np.arange(500), w)
     weighted = log_loss_decomposition(y, P**1.5 / (P**1.5).sum(1, keepdims=True), sample_weight=w)
     repeated = log_loss_decomposition(y[rows], (P**1.5 / (P**1.5).sum(1, keepdims=True))[rows])
+    assert weighted.keys() == repeated.keys()
     for key in weighted:
-        assert weighted[key] == pytest.approx(repeated[key], rel=1e-9), key
+        expected = repeated[key] if key == "method" else pytest.approx(repeated[key], rel=1e-8)
+        assert weighted[key] == expected, key
     assert weighted["calibration"] > 0
+    assert weighted["method"] == "affine" and weighted["bias"].shape == (2,)
+
+
+def _shifted_binary(seed, n=20_000, power=1.6):
+    """Scores ``p`` whose labels are drawn with probability ``p ** power``: the order is
+    right, the probabilities are not."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.01, 0.99, size=n)
+    return rng.uniform(size=n) < p**power, p, p**power
+
+
+@pytest.mark.parametrize("method", ["affine", "monotone"])
+def test_log_loss_split_sees_a_shifted_binary_model(method):
+    y, p, truth = _shifted_binary(17)
+    gap = log_loss(y, p) - log_loss(y, truth)
+    parts = log_loss_decomposition(y, p, method=method)
+    assert parts["method"] == method
+    assert parts["calibration"] + parts["refinement"] == parts["log_loss"]
+    # the map removes at least 90% of what the true probabilities would
+    assert parts["calibration"] >= 0.9 * gap, (parts, gap)
+    assert parts["calibration"] <= gap + 2e-3
+    # on calibrated predictions of the same rows' kind it finds (almost) nothing
+    rng = np.random.default_rng(18)
+    y_cal = rng.uniform(size=p.size) < p
+    assert 0.0 <= log_loss_decomposition(y_cal, p, method=method)["calibration"] < 5e-4
+
+
+def test_log_loss_split_default_is_affine_and_temperature_misses_the_shift():
+    y, p, truth = _shifted_binary(19)
+    gap = log_loss(y, p) - log_loss(y, truth)
+    assert log_loss_decomposition(y, p)["method"] == "affine"
+    # what the split reported before the map was a parameter: a fraction of the gap
+    assert log_loss_decomposition(y, p, method="temperature")["calibration"] < 0.1 * gap
+    with pytest.raises(ValueError, match="method"):
+        log_loss_decomposition(y, p, method="platt")
+
+
+def _multiclass_truth(seed, n, kind):
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.full(4, 0.8), size=n)
+    if kind == "power":  # overconfident in every class
+        Q = P**0.6
+    else:  # the classes' base rates moved: a prior shift
+        Q = P * np.array([0.4, 1.0, 1.5, 2.5])
+    Q /= Q.sum(axis=1, keepdims=True)
+    y = (rng.uniform(size=(n, 1)) > np.cumsum(Q, axis=1)).sum(axis=1)
+    return y, P, Q
+
+
+@pytest.mark.parametrize("kind", ["power", "prior"])
+# the monotone map fits TemperatureBernsteinCalibrator on 5 folds: seconds, so slow
+@pytest.mark.parametrize("method", ["affine", pytest.param("monotone", marks=pytest.mark.slow)])
+def test_log_loss_split_sees_a_shifted_multiclass_model(method, kind):
+    y, P, Q = _multiclass_truth(20, 12_000, kind)
+    gap = multiclass_log_loss(y, P) - multiclass_log_loss(y, Q)
+    parts = log_loss_decomposition(y, P, method=method)
+    assert parts["calibration"] >= 0.9 * gap, (parts, gap)
+    assert parts["calibration"] <= gap + 3e-3
+    calibrated = log_loss_decomposition(y, Q, method=method)
+    assert 0.0 <= calibrated["calibration"] < 1e-3
+
+
+def test_log_loss_split_temperature_misses_a_multiclass_prior_shift():
+    y, P, Q = _multiclass_truth(21, 12_000, "prior")
+    gap = multiclass_log_loss(y, P) - multiclass_log_loss(y, Q)
+    parts = log_loss_decomposition(y, P, method="temperature")
+    assert parts["calibration"] < 0.5 * gap
+    affine = log_loss_decomposition(y, P)
+    assert affine["bias"].shape == (3,)
