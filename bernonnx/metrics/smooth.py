@@ -243,7 +243,8 @@ def smooth_calibration_curve(
         ``density`` (the smoothed weight, normalised to mean 1 over the mesh),
         ``lower`` and ``upper`` (the band; absent when ``confidence`` is None),
         ``bandwidth`` and ``smooth_ece`` (:func:`smooth_calibration_error`), and
-        ``smooth_ece_ci``, its basic bootstrap interval from the same resamples
+        ``smooth_ece_ci``, its bootstrap interval from the same resamples (the hull of
+        the basic and percentile intervals, as in :func:`calibration_report`)
         (each with its own bandwidth search, as in :func:`calibration_report`).
 
     Notes
@@ -266,7 +267,7 @@ def smooth_calibration_curve(
     """
     from bernonnx._validation import check_int
 
-    from .bootstrap import _basic_interval, _check_confidence, _resample_weights
+    from .bootstrap import _check_confidence, _interval, _resample_weights
 
     _check_bandwidth(bandwidth)
     check_int(n_points, "n_points", 2)
@@ -291,5 +292,5 @@ def smooth_calibration_curve(
         errors.append(_smooth_ece(resampled, bandwidth)[0])
     alpha = (1.0 - confidence) / 2
     out["lower"], out["upper"] = np.quantile(np.array(curves), [alpha, 1.0 - alpha], axis=0)
-    out["smooth_ece_ci"] = _basic_interval(error, errors, confidence)
+    out["smooth_ece_ci"] = _interval(error, errors, confidence)
     return out
