@@ -38,6 +38,7 @@ from sklearn.preprocessing import (
 from bernonnx._meta import final_and_inputs
 from bernonnx.converters.exact import exact_supported
 from bernonnx.converters.exact_preprocessing import imputer_is_simple
+from bernonnx.converters.shift import inner_model
 from bernonnx.shift import PriorShiftAdapter
 
 __all__ = ["INEXACT_REASONS", "float32_fit_problems", "unsupported_steps"]
@@ -138,9 +139,7 @@ def _bases(model) -> list[tuple]:
     if isinstance(model, Pipeline):
         model = model.steps[-1][1]
     if isinstance(model, PriorShiftAdapter):
-        model = model.estimator_
-        while isinstance(model, FrozenEstimator):
-            model = model.estimator
+        model = inner_model(model)  # NotImplementedError for a model it cannot hold
     pairs = getattr(model, "calibrated_classifiers_", None)
     if pairs is not None:
         return [
