@@ -449,6 +449,9 @@ def test_attach_an_adapted_calibrator(fitted, priors_input):
     adapter = PriorShiftAdapter(cal, train_prior=train, priors=[0.5, 0.5]).fit()
     merged = attach(onx, adapter, output="probabilities", column=1, priors_input=priors_input)
     assert [i.name for i in merged.graph.input] == ["X", "priors"][: 1 + priors_input]
+    meta = {p.key: p.value for p in merged.metadata_props}
+    assert meta["calibrator"] == "BernsteinCalibrator"
+    assert meta["target_prior"] == "[0.5, 0.5]"
     got = run_onnx(merged, {"X": numeric[2000:]})["probabilities"]
     expected = adapter.predict_proba(scores[2000:])
     assert np.abs(got - expected).max() <= PROMISED[np.dtype(np.float64)]

@@ -254,15 +254,15 @@ def attach(
         model = onnx.load(os.fspath(model))
     if not isinstance(model, onnx.ModelProto):
         raise ValueError(f"model must be an onnx.ModelProto or a path, got {type(model)!r}")
-    adapter = calibrator if isinstance(calibrator, PriorShiftAdapter) else None
-    if adapter is not None:
-        if not hasattr(adapter, "prior_"):
+    shift = calibrator if isinstance(calibrator, PriorShiftAdapter) else None
+    if shift is not None:
+        if not hasattr(shift, "prior_"):
             raise ValueError("calibrator: the PriorShiftAdapter is not fitted")
-        calibrator = adapter.estimator_
+        calibrator = shift.estimator_
     entry = entry_for(calibrator)  # TypeError for anything else
     if not hasattr(calibrator, "classes_"):
         raise ValueError(f"calibrator {type(calibrator).__name__} is not fitted")
-    if priors_input and adapter is None:
+    if priors_input and shift is None:
         raise ValueError(
             f"priors_input=True needs a PriorShiftAdapter, got {type(calibrator).__name__}"
         )
@@ -283,7 +283,7 @@ def attach(
         opset = MIN_OPSET
     ml_opset = _opset(base, "ai.onnx.ml")
     cal = _calibrator_graph(
-        calibrator if adapter is None else adapter, dtype, opset, ml_opset, priors_input
+        calibrator if shift is None else shift, dtype, opset, ml_opset, priors_input
     )
     for entry_ in cal.opset_import:
         theirs = _opset(base, entry_.domain)
@@ -388,7 +388,7 @@ def attach(
     del merged.metadata_props[:]
     merged.metadata_props.extend(base.metadata_props)
     meta = {
-        **_describe(calibrator if adapter is None else adapter),
+        **_describe(calibrator if shift is None else shift),
         "model": f"attach({base.producer_name or 'onnx'} model, {type(calibrator).__name__})",
         "attach_output": output,
         "attach_column": "" if column is None else str(column),
