@@ -1,5 +1,5 @@
 """Parser and converter of :class:`bernonnx.PriorShiftAdapter` (mirrors
-``bernonnx/shift/adapter.py``).
+``bernonnx/shift/_adapter.py``).
 
 The adapted model is ONE graph: the wrapped model's nodes (a ``CalibratedClassifier``'s
 base models and calibrators, as ``converters/calibration.py`` writes them, or a

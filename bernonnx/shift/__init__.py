@@ -9,7 +9,7 @@ row too, as the exported graph's ``priors`` input takes them).
 
 from bernonnx._core.priors import adapt_proba, class_prior
 
-from .adapter import MIN_TARGET_ROWS, PriorShiftAdapter, UncalibratedModelWarning
+from ._adapter import MIN_TARGET_ROWS, PriorShiftAdapter, UncalibratedModelWarning
 
 __all__ = [
     "MIN_TARGET_ROWS",
