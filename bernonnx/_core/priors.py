@@ -86,12 +86,11 @@ def adapt_proba(proba, train_prior, target_prior) -> np.ndarray:
     return np.divide(q, total, out=uniform, where=total > 0)
 
 
-def _em_step(proba, train_prior, prior, weights, total, min_prior):
-    """One EM step for every row of ``prior`` (B, K) at once; ``weights`` (B, N)."""
+def _em_step(proba, train_prior, prior, weights_t, total, min_prior):
+    """One EM step for every row of ``prior`` (B, K) at once; ``weights_t`` (N, B)."""
     ratio = prior / train_prior  # (B, K)
     denom = proba @ ratio.T  # (N, B): sum_j p(j|x) w_j
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(denom > 0, weights.T / denom, 0.0)  # (N, B)
+    share = np.divide(weights_t, denom, out=np.zeros_like(denom), where=denom > 0)
     new = (share.T @ proba) * ratio / total[:, None]
     new = np.maximum(new, min_prior)
     return new / new.sum(axis=1, keepdims=True)
@@ -148,11 +147,12 @@ def em_priors(
     single = weights is None or np.ndim(weights) == 1
     weights = np.ones((1, n)) if weights is None else np.atleast_2d(weights).astype(np.float64)
     total = weights.sum(axis=1)
+    weights_t = np.ascontiguousarray(weights.T)  # (N, B): the layout the step reads
     prior = train_prior if start is None else np.asarray(start, dtype=np.float64)
     prior = np.broadcast_to(prior, (weights.shape[0], proba.shape[1])).copy()
 
     def step(theta):
-        return _em_step(proba, train_prior, theta, weights, total, min_prior)
+        return _em_step(proba, train_prior, theta, weights_t, total, min_prior)
 
     change, n_iter = np.inf, 0
     while n_iter < max_iter:
