@@ -138,8 +138,10 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Bootstrap standard error of each estimated prior (zeros for given priors).
     n_iter_ : int
         EM steps of the estimate (0 for given priors).
-    n_features_in_ : int, feature_names_in_ : ndarray
-        The wrapped model's, when it has them.
+    n_features_in_ : int
+        The wrapped model's, when it has it.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The wrapped model's, when it has it.
 
     Notes
     -----
