@@ -140,7 +140,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         EM steps of the estimate (0 for given priors).
     n_features_in_ : int
         The wrapped model's, when it has it.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         The wrapped model's, when it has it.
 
     Notes
