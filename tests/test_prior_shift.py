@@ -477,3 +477,16 @@ def test_triton_declares_the_optional_priors_input(iris_model, tmp_path):
 
         parsed = text_format.Parse(text, config_class())
         assert [i.optional for i in parsed.input] == [False, True]
+
+
+def test_float32_interface_keeps_the_priors_input_double():
+    # integer data exported with dtype=np.float32: the data inputs become float32, the
+    # optional priors input stays double (it is no data column)
+    X, y = load_iris(return_X_y=True)
+    Xi = (X * 10).astype(np.int64)
+    clf = CalibratedClassifier(LogisticRegression(max_iter=1000), cv=3).fit(Xi, y)
+    adapter = PriorShiftAdapter(clf, priors=[0.2, 0.3, 0.5]).fit()
+    onx = to_onnx(adapter, Xi[:5], dtype=np.float32, priors_input=True)
+    types = {i.name: i.type.tensor_type.elem_type for i in onx.graph.input}
+    assert types == {"X": 1, "priors": 11}  # FLOAT, DOUBLE
+    assert _assert_exact(adapter, Xi, onx)["dtype"] == "float32"
