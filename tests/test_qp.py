@@ -177,3 +177,36 @@ def test_daqp_start_gives_the_numpy_solution():
         np.testing.assert_allclose(y, ref, rtol=0, atol=1e-12)
         same += np.array_equal(y, ref)
     assert same >= 95
+
+
+@pytest.mark.parametrize("loss", ["squared", "log"])
+def test_calibrator_fits_agree_with_and_without_daqp(loss, monkeypatch):
+    # the real credit table as the bundled loader gives it (float64), a logistic model's
+    # held-out scores: every QP of the fit (the squared loss's cold solves reach DAQP)
+    # must come out the same, so the fitted coefficients do
+    if not chain_daqp.available():
+        pytest.skip("daqp is not installed (pip install bernonnx[fast])")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from bernonnx import BernsteinCalibrator
+    from bernonnx.datasets import load_credit_default
+
+    X, y, _ = load_credit_default()
+    X, y = X[:6000], y[:6000]
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(
+        X[:3000], y[:3000]
+    )
+    s, yc = model.decision_function(X[3000:]), y[3000:]
+    fits = {}
+    for use in (True, False):
+        monkeypatch.setattr(chain_daqp, "ENABLED", use)
+        for degree in ("auto", 8):
+            cal = BernsteinCalibrator(loss=loss, degree=degree).fit(s, yc)
+            fits[use, degree] = cal
+    for degree in ("auto", 8):
+        on, off = fits[True, degree], fits[False, degree]
+        assert on.degree_ == off.degree_
+        np.testing.assert_allclose(on.coef_, off.coef_, rtol=0, atol=1e-12)
+        assert np.all(np.diff(on.coef_) > 0)
