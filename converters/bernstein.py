@@ -16,8 +16,9 @@ Nodes emitted on the float64 score ``s`` (N, 1)::
     logistic, basis="exp" (the default), as predict_proba evaluates it, on (N,) rows:
              t    = Exp(Min(d * -scale, d * scale_below)),  d = Clip(s - shift)
              lead = (1 / (1 + t))^d                    (repeated squaring: Mul nodes)
-             eta  = Where(z <= 0, horner(a, t), horner(reversed a, t)) * lead + coef[0]
-                    a_k = C(d, k) (coef[k] - coef[0]); horner: d Mul and d Add nodes
+             eta  = Where(z <= 0, h[0], h[1]) * lead + coef[0],  h = horner(A, t)
+                    A = [a; reversed a] (2, d + 1), a_k = C(d, k) (coef[k] - coef[0]);
+                    horner on the (2, N) pair: d Mul and d Add nodes
     eta = eta + Where(z <= 0, -t, t),  t = Log(1 - Max(-|z|, -1e100)) * tail_slope_
                                   (logistic, when tail_slope_ is not 0; in the Horner
                                   graph from -|z| as Python computes it)
@@ -193,15 +194,17 @@ def _logistic_horner_eta(g: GraphWriter, s: str, cal) -> str:
     t = g.node("Where", [flush, g.const("zero", 0.0), t])
     coef = np.asarray(cal.coef_, dtype=np.float64)
     degree = coef.shape[0] - 1
-    sums = []
-    for a in rise_pair(coef):  # a_k for the rows with z <= 0, a_{d-k} for the others
-        horner = g.node("Mul", [t, g.const("a_top", a[degree])])
-        for k in range(degree - 1, -1, -1):
-            if k < degree - 1:
-                horner = g.node("Mul", [horner, t])
-            horner = g.node("Add", [horner, g.const("a", a[k])])
-        sums.append(horner)
-    poly = g.node("Where", [lower, *sums])
+    # a_k for the rows with z <= 0 (row 0), a_{d-k} for the others (row 1): both Horner
+    # sums in one (2, N) tensor, each node the two products (or sums) Python computes,
+    # half the nodes of two chains (a single row's run costs per node)
+    pair = rise_pair(coef)
+    horner = g.node("Mul", [t, g.const("a_top", pair[:, degree : degree + 1])])
+    for k in range(degree - 1, -1, -1):
+        if k < degree - 1:
+            horner = g.node("Mul", [horner, t])
+        horner = g.node("Add", [horner, g.const("a", pair[:, k : k + 1])])
+    rows = [g.node("Gather", [horner, g.const(f"row{i}", i, TensorProto.INT64)]) for i in (0, 1)]
+    poly = g.node("Where", [lower, *rows])
     poly = g.node("Mul", [poly, _square_and_multiply(g, big, degree)])
     eta = g.node("Add", [poly, g.const("c0", coef[0])])
     slope = float(getattr(cal, "tail_slope_", 0.0))

@@ -44,6 +44,7 @@ LAYERS = {
     "bernonnx._core.loss": CORE,
     "bernonnx._core.tensor": CORE,
     "bernonnx._core.qp": CORE,
+    "bernonnx._core.chain_daqp": CORE,
     "bernonnx._core.chunks": CORE,
     "bernonnx._core.quantiles": CORE,
     "bernonnx._core.transforms": CORE,

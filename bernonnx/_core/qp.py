@@ -44,6 +44,8 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 from sklearn.exceptions import ConvergenceWarning
 
+from . import chain_daqp
+
 #: Relative ridge added to every lattice QP Hessian, as in the chain
 #: active-set solver: directions without data (a constant column) still get a
 #: unique solution.
@@ -52,7 +54,7 @@ _TINY = np.finfo(float).tiny
 _EPS = np.finfo(float).eps
 
 
-def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
+def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol, isstart=None):
     """The active-set method on ``lo <= y_0 <= ... <= y_d <= hi``; see :func:`solve_monotone_qp`.
 
     Works on the extended chain ``(lo, y_0, ..., y_d, hi)`` of ``m = d + 3``
@@ -60,7 +62,8 @@ def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
     lower bound, link ``d + 1`` the upper one), a block starts at position 0
     and after every inactive link, and the first and last blocks are pinned at
     ``lo`` and ``hi``. ``isstart`` marks the block starts and ``block`` numbers
-    the block of each position.
+    the block of each position; given, it is the initial active set (``y0`` is
+    then not read).
     """
     n = h.shape[0]
     m = n + 2
@@ -80,7 +83,10 @@ def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
     xe[0] = lo
     xe[-1] = hi
     y = xe[1:-1]
-    if y0 is None:
+    if isstart is not None:
+        block = isstart.cumsum()
+        block -= 1
+    elif y0 is None:
         y[:] = np.arange(1.0, n + 1.0)
         y *= (hi - lo) / (n + 1)
         y += lo
@@ -171,6 +177,16 @@ def _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol):
         f"active-set solver for the monotone QP did not converge in {max_iter} "
         "iterations (status: max_iter); try solver='cvxpy'"
     )
+
+
+def _chain(h, q, lo, hi, y0, max_iter, tie_tol):
+    """The plain chain QP by the active-set method; a cold start of at most
+    :data:`~bernonnx._core.chain_daqp.MAX_SIZE` unknowns starts at DAQP's optimal active
+    set when DAQP is installed and succeeds (:mod:`bernonnx._core.chain_daqp`)."""
+    start = None
+    if y0 is None and h.shape[0] <= chain_daqp.MAX_SIZE:
+        start = chain_daqp.active_set(h, q, lo, hi, None, tie_tol, _RIDGE)
+    return _chain_active_set(h, q, lo, hi, y0, max_iter, tie_tol, start)
 
 
 def _add_ramp(y: np.ndarray, ramp: np.ndarray, hi: float, gap: float) -> np.ndarray:
@@ -266,7 +282,7 @@ def solve_monotone_qp(
     max_iter = 50 * (d + 2) if max_iter is None else max_iter
     y0 = None if x0 is None else np.asarray(x0, dtype=np.float64)
     if not min_step > 0:
-        return _chain_active_set(h, q, lo, hi, y0, max_iter, 0.0)
+        return _chain(h, q, lo, hi, y0, max_iter, 0.0)
     gap = gap_step(lo, hi, d, min_step)
     ramp = np.arange(d + 1.0)
     ramp *= gap
@@ -276,7 +292,7 @@ def solve_monotone_qp(
         # x0 = y + ramp rounded, minus the ramp again: the ties of y come back
         # as slacks of a few ulps, and they are the warm start's active set
         tie_tol = 8 * _EPS * max(abs(lo), abs(hi))
-    y = _chain_active_set(h, q + h @ ramp, lo, hi - ramp[-1], y0, max_iter, tie_tol)
+    y = _chain(h, q + h @ ramp, lo, hi - ramp[-1], y0, max_iter, tie_tol)
     return _add_ramp(y, ramp, hi, gap)
 
 
