@@ -9,6 +9,7 @@ from .histogram import HistogramCalibrator, PlattHistogramCalibrator
 from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
+from .shift import PriorShiftAdapter
 from .temperature import TemperatureCalibrator
 from .temperature_bernstein import TemperatureBernsteinCalibrator
 
@@ -21,6 +22,7 @@ __all__ = [
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
+    "PriorShiftAdapter",
     "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",
     "attach",

@@ -2,8 +2,8 @@
 
 A path no file can be written at (a read-only folder, a path under a regular file, a
 folder where a file is expected) makes ``demo``, ``compare``, ``export`` and ``attach``
-exit 2 with one line naming the option and the path, before reading or fitting
-anything, and with nothing new on disk: no output, no temporary file, no empty folder.
+(and ``adapt``) exit 2 with one line naming the option and the path, before reading or
+fitting anything, and with nothing new on disk: no output, no temporary file, no empty folder.
 A failure while writing (a disk full, a rename refused) takes back what the same
 command wrote before it. The library's :func:`write_triton_repository` keeps the same
 promise.
@@ -69,6 +69,11 @@ def files(tmp_path_factory):
     onnx.save(onx, folder / "model.onnx")
     frame = pd.DataFrame({"default": y[3000:4500], "p": model.predict_proba(X[3000:])[:, 1]})
     frame.to_csv(folder / "scores.csv", index=False)
+    # unlabeled scores for adapt --target: the same model on 1,500 more rows
+    X_target = load_credit_default()[0][4500:6000].astype(np.float32)
+    pd.DataFrame({"p": model.predict_proba(X_target)[:, 1]}).to_csv(
+        folder / "target.csv", index=False
+    )
     return folder
 
 
@@ -83,6 +88,8 @@ def command(name: str, files: Path) -> list:
     if name == "attach":
         model = ["--output", "probabilities", "--column", "1"]
         return ["attach", files / "model.onnx", files / "scores.csv", *data, *model]
+    if name == "adapt":
+        return ["adapt", files / "scores.csv", *data, "--target", files / "target.csv"]
     return [name, files / "scores.csv", *data]
 
 
@@ -93,6 +100,8 @@ def outputs(name: str, place: Path, bad: str) -> tuple[list, str]:
         plot, output = ("ok/p.png", "ok/r.csv")
         plot, output = (place / "p.png", output) if bad == "plot" else (plot, place / "r.csv")
         return ["--output", output, "--plot", plot], f"--{bad}"
+    if name == "adapt":
+        return ["--onnx", place / "o.onnx"], "--onnx"
     if bad == "triton":
         return ["--onnx", "ok/o.onnx", "--triton", place / "repo"], "--triton"
     return ["--onnx", place / "o.onnx", "--triton", "ok/repo"], "--onnx"
@@ -105,6 +114,7 @@ CASES = [
     ("attach", "onnx"),
     ("compare", "plot"),
     ("compare", "output"),
+    ("adapt", "onnx"),
 ]
 
 
@@ -170,7 +180,13 @@ def failing_rename(target_name: str, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "name, last", [("export", "config.pbtxt"), ("attach", "config.pbtxt"), ("compare", "r.csv")]
+    "name, last",
+    [
+        ("export", "config.pbtxt"),
+        ("attach", "config.pbtxt"),
+        ("compare", "r.csv"),
+        ("adapt", "o.onnx"),
+    ],
 )
 def test_a_failure_while_writing_takes_back_what_was_written(
     run, files, tmp_path, monkeypatch, name, last
@@ -180,6 +196,8 @@ def test_a_failure_while_writing_takes_back_what_was_written(
     if name == "compare":
         options = ["--plot", tmp_path / "out" / "p.png", "--output", tmp_path / "out" / "r.csv"]
         flag = "--output"
+    elif name == "adapt":
+        options, flag = ["--onnx", tmp_path / "out" / "o.onnx"], "--onnx"
     else:
         options = ["--onnx", tmp_path / "out" / "o.onnx", "--triton", tmp_path / "repo"]
         flag = "--triton"
