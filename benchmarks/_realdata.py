@@ -1,7 +1,8 @@
 """The shared real data sets, as the tests and the benchmarks load them, and the parity cells.
 
-Not a public API. :data:`DATASETS` names each table of the shared data folder
-(:func:`default_data_dir`), :func:`load` reads it as pandas gives it and :func:`split`
+Not a public API. :data:`DATASETS` names each table of the data folder
+(:func:`default_data_dir`: the copies bundled with bernonnx, or ``$BERNONNX_SHARED_DATA``),
+:func:`load` reads it as pandas gives it and :func:`split`
 splits it; :func:`calibration_scores` gives a base model's scores on it.
 
 One parity *cell* is: a shared data set, a target (binary or multiclass), an input
@@ -83,11 +84,11 @@ from sklearn.preprocessing import (
 from sklearn.svm import SVC, LinearSVC
 
 from bernonnx import CalibratedClassifier
+from bernonnx.datasets import data_folder
 from bernonnx.deploy import run_onnx
 from bernonnx.export import PARITY_TOLERANCE, onnx_inputs, to_onnx
 from bernonnx.export.parity import _graph_float_dtype
 
-ROOT = Path(__file__).resolve().parents[1]
 #: Set to a folder to override :func:`default_data_dir` (pytest takes no ``--data``).
 DATA_ENV = "BERNONNX_SHARED_DATA"
 DIABETES_ROWS = 40_000
@@ -149,25 +150,11 @@ MULTICLASS = {"diabetes": ("GenHlth", "Diabetes_binary")}
 
 
 def default_data_dir() -> Path:
-    """``$BERNONNX_SHARED_DATA``, else ``<checkout>/../shared/data``.
-
-    In a ``git worktree`` checkout (``.git`` is a file naming the main repository's git
-    folder) whose own ``../shared/data`` is absent, the main checkout's is used.
-    """
+    """``$BERNONNX_SHARED_DATA`` when set (an override: another copy of the tables),
+    else the copies bundled with bernonnx (:func:`bernonnx.datasets.data_folder`)."""
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
-    default = ROOT.parent / "shared" / "data"
-    dot_git = ROOT / ".git"
-    if not default.is_dir() and dot_git.is_file():
-        text = dot_git.read_text().strip()
-        if text.startswith("gitdir:"):
-            gitdir = Path(text.split(":", 1)[1].strip())
-            common = gitdir / "commondir"
-            main_git = (gitdir / common.read_text().strip()) if common.is_file() else gitdir
-            candidate = main_git.resolve().parent.parent / "shared" / "data"
-            if candidate.is_dir():
-                return candidate
-    return default
+    return data_folder()
 
 
 DEFAULT_DATA_DIR = default_data_dir()
@@ -188,8 +175,8 @@ def load(name: str, data_dir: Path | str, *, task: str = "binary", impute: bool 
     path = Path(data_dir) / spec.file
     if not path.is_file():
         raise DataMissing(
-            f"shared data file {path} not found; pass --data pointing to the folder holding "
-            f"{spec.file} (default {DEFAULT_DATA_DIR})"
+            f"data file {path} not found; pass --data pointing to the folder holding "
+            f"{spec.file} (default: the copies bundled with bernonnx, {data_folder()})"
         )
     df = _read(str(path))
     if impute:

@@ -31,7 +31,7 @@ Run from the repository root::
 
     python benchmarks/onnx_serving.py           # full run, well under a minute on 2 cores
     python benchmarks/onnx_serving.py --quick   # 40,000-row subsample, smoke test (< 60 s)
-    python benchmarks/onnx_serving.py --out PATH --data-dir ../shared/data
+    python benchmarks/onnx_serving.py --out PATH      # the bundled data, or --data-dir PATH
 
 The markdown report is printed on stdout and written to ``benchmarks/onnx_serving.md`` (or
 ``--out``); progress goes to stderr. Exit code 0 whether the targets pass or not.

@@ -45,10 +45,10 @@ Run::
 
     OMP_NUM_THREADS=1 python benchmarks/real_parity.py     # full matrix, ~340 cells
     python benchmarks/real_parity.py --quick               # 24 cells, < 1 min, prints only
-    python benchmarks/real_parity.py --data ../shared/data --out benchmarks/real_parity.md
+    python benchmarks/real_parity.py --out benchmarks/real_parity.md
 
-``--data`` defaults to ``../shared/data`` beside the checkout (in a ``git worktree``,
-beside the main checkout; ``$BERNONNX_SHARED_DATA`` overrides).
+``--data`` defaults to the tables bundled with bernonnx (``bernonnx/data``, see
+:mod:`bernonnx.datasets`); ``$BERNONNX_SHARED_DATA`` overrides, as ``--data`` does.
 
 The report also goes to a ``.csv`` beside ``--out``, one row per cell, for diffing two
 runs; its header gives the run time.

@@ -1,10 +1,18 @@
-"""Histogram binning and Platt-histogram ("scaling-binning") binning (seeds 001 and 004).
+"""Histogram binning (Zadrozny and Elkan, 2001) and the scaling-binning calibrator
+(Kumar, Liang and Ma, 2019).
 
 Baselines the Bernstein calibrator is measured against, with the same
 conventions as :class:`bernonnx.PlattCalibrator`. Both look a value up in
 right-closed bins; the Platt-histogram calibrator bins the Platt argument of
 :mod:`bernonnx.platt`'s fit. The ONNX converter (``converters/histogram.py``)
 emits the same lookup.
+
+References
+----------
+B. Zadrozny, C. Elkan, "Obtaining calibrated probability estimates from decision
+trees and naive Bayesian classifiers", ICML 2001 (histogram binning).
+A. Kumar, P. Liang, T. Ma, "Verified uncertainty calibration", NeurIPS 2019
+(scaling-binning: Platt scaling, then equal-mass bins of its output).
 """
 
 from __future__ import annotations

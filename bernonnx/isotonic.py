@@ -1,4 +1,4 @@
-"""Isotonic regression (seeds 001 and 004): the weighted least-squares monotone
+"""Isotonic regression (Zadrozny and Elkan, 2002): the weighted least-squares monotone
 step fit, interpolated.
 
 A baseline the Bernstein calibrator is measured against, with the same
@@ -6,6 +6,16 @@ conventions as :class:`bernonnx.PlattCalibrator`; the ONNX converter
 (``converters/isotonic.py``) interpolates exactly as ``predict_proba`` does.
 Its pool-adjacent-violators solver (:mod:`bernonnx._core.pav`) also makes
 histogram bins monotone.
+
+References
+----------
+B. Zadrozny, C. Elkan, "Transforming classifier scores into accurate multiclass
+probability estimates", KDD 2002 (isotonic regression as a calibrator).
+M. Ayer, H. D. Brunk, G. M. Ewing, W. T. Reid, E. Silverman, "An empirical
+distribution function for sampling with incomplete information", Annals of
+Mathematical Statistics 26(4), 1955 (the pool-adjacent-violators algorithm).
+R. E. Barlow, D. J. Bartholomew, J. M. Bremner, H. D. Brunk, "Statistical inference
+under order restrictions", Wiley, 1972 (weighted isotonic regression and PAV).
 """
 
 from __future__ import annotations

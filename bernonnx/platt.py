@@ -1,4 +1,4 @@
-"""Platt scaling (seeds 001 and 004): a logistic regression of the label on the score.
+"""Platt scaling (Platt, 1999): a logistic regression of the label on the score.
 
 A baseline the Bernstein calibrator is measured against, with the same
 conventions: one score column, any two labels, sample weight ``k`` equals ``k``
@@ -6,6 +6,14 @@ repeated rows, float32 in and out, fitted attributes that are plain numpy
 floats, and a ``predict_proba`` formula that the ONNX converter
 (``converters/platt.py``) emits node for node (see the Notes). Its fit is also
 the first step of :class:`bernonnx.PlattHistogramCalibrator`.
+
+References
+----------
+J. Platt, "Probabilistic outputs for support vector machines and comparisons to
+regularized likelihood methods", in A. Smola et al. (eds.), Advances in Large Margin
+Classifiers, MIT Press, 1999 (the sigmoid and its smoothed targets).
+A. Niculescu-Mizil, R. Caruana, "Predicting good probabilities with supervised
+learning", ICML 2005 (Platt scaling and isotonic regression compared as calibrators).
 """
 
 from __future__ import annotations

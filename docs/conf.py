@@ -55,13 +55,14 @@ numpydoc_xref_param_type = False
 
 # -- gallery: the scripts in examples/ ----------------------------------------------------
 # The quick ones run at build time and show their output and figures (about 5 to 10 s
-# each on 2 cores). The studies are shown without being run: they take minutes (up to
-# 253,680 rows, ten repeats) and some need the shared data folder; their results are the
-# results pages, and tests/test_examples.py smoke-runs them in CI.
+# each on 2 cores; each plot_*.py figure about 1 s of CPU beyond its imports). The
+# studies are shown without being run: they take minutes (up to 253,680 rows, ten
+# repeats); their results are the results pages, and tests/test_examples.py smoke-runs
+# them in CI.
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
-    "filename_pattern": r"/(quickstart|serving|transform_study)\.py$",
+    "filename_pattern": r"/(quickstart|serving|transform_study|plot_\w+)\.py$",
     "ignore_pattern": r"(^|/)_\w+\.py$",  # _study.py: the studies' shared helpers
     "download_all_examples": False,
     "remove_config_comments": True,

@@ -42,16 +42,16 @@ calibration error with 15 equal-width bins that the notebook defines
 (``sqrt(sum_b w_b (mean_pred_b - pos_rate_b)^2)``), Brier score, log loss, AUC
 and the number of distinct outputs.
 
-Data: ``uci_credit_card.csv.gz`` in the shared data folder (``--data PATH``,
-else ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout),
-the UCI data set 350 in its Kaggle layout (uciml/default-of-credit-card-clients-
-dataset). bernonnx ships the same file, which is read when the folder lacks it.
+Data: ``uci_credit_card.csv.gz``, the UCI data set 350 in its Kaggle layout
+(uciml/default-of-credit-card-clients-dataset), bundled with bernonnx
+(:func:`bernonnx.datasets.load_credit_default`); ``--data PATH`` or
+``$BERNONNX_SHARED_DATA`` names another folder holding it.
 
 Run from the repository root::
 
     python examples/credit_card_study.py               # full study, about 10 s
     python examples/credit_card_study.py --quick       # 20,000-row smoke run
-    python examples/credit_card_study.py --out credit.md --data ../shared/data
+    python examples/credit_card_study.py --out credit.md
 """
 
 from __future__ import annotations

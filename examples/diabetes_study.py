@@ -24,17 +24,16 @@ It ends with PASS/FAIL lines: does the default match or beat isotonic
 regression on log loss and Brier score, stay within 0.001 of its ECE, and keep
 the raw test AUC exactly? The exit code is 0 either way: this is a study.
 
-Data: ``diabetes_brfss2015.csv.gz`` in the shared data folder (``--data PATH``,
-else ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout): the
-CDC's "Diabetes Health Indicators" (BRFSS 2015), binary version, from Kaggle
-(alexteboul/diabetes-health-indicators-dataset) or the UCI repository (data set
-891), gzipped. Without it the script exits 2 and says where to get it.
+Data: ``diabetes_brfss2015.csv.gz``, the CDC's "Diabetes Health Indicators"
+(BRFSS 2015, public domain), binary version, bundled with bernonnx
+(:func:`bernonnx.datasets.load_diabetes_brfss`); ``--data PATH`` or
+``$BERNONNX_SHARED_DATA`` names another folder holding it.
 
 Run from the repository root::
 
     python examples/diabetes_study.py                  # full study, about 30 s
     python examples/diabetes_study.py --quick          # 20,000-row smoke run, no cvxpy
-    python examples/diabetes_study.py --out diabetes.md --data ../shared/data
+    python examples/diabetes_study.py --out diabetes.md
 """
 
 from __future__ import annotations

@@ -33,10 +33,9 @@ Methods, all fitted on the same 500 calibration rows:
 Data: the CDC BRFSS 2015 diabetes data (253,680 rows; ``min_count`` 1000 as
 in the paper) and the UCI credit-card default data (30,000 rows, 28,500 test
 rows; ``min_count`` 250, see the notes the script prints). The diabetes file,
-``diabetes_brfss2015.csv.gz``, is read from the shared data folder (``--data PATH``,
-else ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout; Kaggle's
-alexteboul/diabetes-health-indicators-dataset or UCI data set 891, gzipped); the credit
-data ship with bernonnx.
+``diabetes_brfss2015.csv.gz``, and the credit data ship with bernonnx
+(:mod:`bernonnx.datasets`); ``--data PATH`` or ``$BERNONNX_SHARED_DATA`` names another
+folder holding them.
 
 Run from the repository root::
 

@@ -21,8 +21,9 @@ top-label ECE and classwise ECE (15 equal-width bins), multiclass Brier score,
 log loss and accuracy. Temperature scaling keeps every row's class ranking, so
 its accuracy equals the network's; one-vs-rest calibrators may change it.
 
-Data: ``diabetes_brfss2015.csv.gz`` in the shared data folder (``--data PATH``,
-else ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout).
+Data: ``diabetes_brfss2015.csv.gz``, bundled with bernonnx
+(:func:`bernonnx.datasets.load_diabetes_brfss`); ``--data PATH`` or
+``$BERNONNX_SHARED_DATA`` names another folder holding it.
 
 Run from the repository root::
 

@@ -6,15 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks._realdata import DEFAULT_DATA_DIR
+
 #: each runs a script in a fresh interpreter (13 to 33 s): outside the quick run
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
-needs_shared = pytest.mark.skipif(
-    not (SHARED_DATA / "diabetes_brfss2015.csv.gz").exists(),
-    reason=f"the seeds' data sets are not at {SHARED_DATA} (they sit beside the checkout in CI)",
-)
 
 
 def run(script, *args, folder="examples"):
@@ -37,26 +34,49 @@ def test_quickstart_runs_exports_and_keeps_ranking(tmp_path):
     assert (tmp_path / "triton" / "credit_default" / "config.pbtxt").exists()
 
 
-@needs_shared
 def test_diabetes_study_quick(tmp_path):
     out = run("diabetes_study.py", "--quick", "--out", str(tmp_path / "table.md"))
     assert "FAIL" not in out
     assert (tmp_path / "table.md").read_text().count("|") > 20
 
 
-@needs_shared
 def test_credit_card_study_quick():
     out = run("credit_card_study.py", "--quick")
     assert "FAIL" not in out
     assert "keeps the test AUC exactly" in out
 
 
-@needs_shared
 def test_multiclass_study_quick(tmp_path):
     out = run("multiclass_study.py", "--quick", "--plot", str(tmp_path / "top.png"))
     assert "temperature keeps the network's accuracy: True" in out
     assert out.count("| sklearn ") == 3
     assert (tmp_path / "top.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    "script", sorted(path.name for path in (ROOT / "examples").glob("plot_*.py"))
+)
+def test_gallery_figures_draw_on_the_bundled_data(script, tmp_path):
+    """Each figure script of the gallery runs headless and draws a figure that is not
+    blank (sphinx-gallery runs them when the docs are built; here they run alone)."""
+    code = (
+        "import runpy, sys, matplotlib\n"
+        "matplotlib.use('Agg')\n"
+        "import matplotlib.pyplot as plt\n"
+        "runpy.run_path(sys.argv[1], run_name='__main__')\n"
+        "for number in plt.get_fignums():\n"
+        "    plt.figure(number).savefig(f'{sys.argv[2]}/{number}.png')\n"
+        "print(len(plt.get_fignums()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "examples" / script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert int(done.stdout.split()[-1]) >= 1
+    assert all(png.stat().st_size > 20_000 for png in tmp_path.glob("*.png"))
 
 
 def test_transform_study_quick():
@@ -71,14 +91,12 @@ def test_benchmarks_quick_smoke(tmp_path):
     assert "## 1. Fit time vs IsotonicRegression" in (tmp_path / "b.md").read_text()
 
 
-@needs_shared
 def test_onnx_serving_benchmark_quick_smoke(tmp_path):
     run("onnx_serving.py", "--quick", "--out", str(tmp_path / "s.md"), folder="benchmarks")
     report = (tmp_path / "s.md").read_text()
     assert "parity, ours max" in report and "PASS" in report.split("parity, ours max")[1][:200]
 
 
-@needs_shared
 def test_fusion_study_quick_with_contour(tmp_path):
     out = run("fusion_study.py", "--quick", "--plot", str(tmp_path / "contour.png"))
     assert out.count("## ") >= 2 and "grid ECE" in out
@@ -92,9 +110,9 @@ def test_fusion_scaling_benchmark_quick_smoke(tmp_path):
     assert "## Slope in n" in (tmp_path / "f.md").read_text()
 
 
-@needs_shared
 def test_quality_floor_quick():
-    out = run("quality_floor.py", "--quick")
+    # its study's default folder is ../shared/data: the bundled tables (or the override)
+    out = run("quality_floor.py", "--quick", "--data", str(DEFAULT_DATA_DIR))
     rows = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ")}
     # the oracle is the better of sigmoid and isotonic per fit, so neither of them, nor a
     # rule that picks one of them, can be strictly below it
@@ -117,7 +135,6 @@ def test_prior_shift_example_estimates_adapts_and_serves(tmp_path):
     assert "passed" in out and (tmp_path / "shift.png").stat().st_size > 10_000
 
 
-@needs_shared
 def test_prior_shift_benchmark_quick_smoke(tmp_path):
     pytest.importorskip("quapy", reason="the benchmarks extra (QuaPy) is not installed")
     run("prior_shift.py", "--quick", "--out", str(tmp_path / "p.md"), folder="benchmarks")

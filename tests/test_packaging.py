@@ -66,8 +66,15 @@ def test_wheel_holds_bernonnx_converters_and_no_top_level_converters(tmp_path):
         if "converters" not in path.relative_to(ROOT / "bernonnx").parts
     }
     assert modules - names == set()
+    # the bundled tables and their attribution, and nothing bigger than they need
+    tables = {path.name for path in (ROOT / "bernonnx" / "data").glob("*.csv.gz")}
+    assert len(tables) == 4
+    assert {f"bernonnx/data/{name}" for name in tables} | {"bernonnx/data/README.md"} <= names
+    data_bytes = sum(path.stat().st_size for path in (ROOT / "bernonnx" / "data").glob("*.gz"))
+    # the tables are gzip already: the wheel holds them as they are, plus the code
+    assert data_bytes < wheel.stat().st_size < data_bytes + 2_000_000
 
-    # and the installed wheel works on its own: the demo data load, a fit exports
+    # and the installed wheel works on its own: the data load, a fit exports
     site = tmp_path / "site"
     done = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
@@ -91,6 +98,11 @@ def test_wheel_holds_bernonnx_converters_and_no_top_level_converters(tmp_path):
         "label, proba = sess.run(None, {'X': X})\n"
         "assert np.abs(proba - model.predict_proba(X)).max() < 1e-12\n"
         "assert (label == model.predict(X)).all()\n"
+        "from bernonnx.datasets import load_diabetes_brfss, load_magic_telescope, "
+        "load_online_shoppers\n"
+        "shapes = [load()[0].shape for load in (load_diabetes_brfss, load_magic_telescope, "
+        "load_online_shoppers)]\n"
+        "assert shapes == [(253680, 21), (19020, 10), (12330, 17)], shapes\n"
         "print('ok')\n"
     )
     done = subprocess.run(

@@ -29,8 +29,8 @@ from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR, quick_cells, run_ce
 pytestmark = pytest.mark.skipif(
     not all((DEFAULT_DATA_DIR / spec.file).is_file() for spec in DATASETS.values()),
     reason=(
-        f"the shared real data sets are not at {DEFAULT_DATA_DIR} (../shared/data beside the "
-        "checkout; set BERNONNX_SHARED_DATA to point elsewhere)"
+        f"the real data sets are not at {DEFAULT_DATA_DIR} (BERNONNX_SHARED_DATA names a "
+        "folder without them; unset, the copies bundled with bernonnx are read)"
     ),
 )
 

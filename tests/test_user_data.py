@@ -57,7 +57,7 @@ from bernonnx.export import InexactExportWarning, check_parity, onnx_inputs, to_
 HAS_DATA = all((DEFAULT_DATA_DIR / spec.file).is_file() for spec in DATASETS.values())
 needs_data = pytest.mark.skipif(
     not HAS_DATA,
-    reason=f"the shared real data sets are not at {DEFAULT_DATA_DIR} (set BERNONNX_SHARED_DATA)",
+    reason=f"the real data sets are not at {DEFAULT_DATA_DIR} (check BERNONNX_SHARED_DATA)",
 )
 ROWS = 3000  # per table: every one of its test rows is compared
 

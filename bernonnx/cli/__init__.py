@@ -9,8 +9,9 @@ or bad input (unknown option or method, unreadable file, missing column, non-bin
 labels, non-numeric or non-finite scores, an output path that is an input), as argparse
 does for usage errors; 3 the ONNX graph does not reproduce Python (``export``, ``demo``).
 
-Everything is checked before anything is written, and every file is written whole
-(a temporary file in the same folder, then renamed).
+Every output path is checked before any work (:class:`._files._Outputs`), and the files
+are written together at the end: each under a temporary name in its own folder, renamed
+once all are whole; a failure removes what was written and exits 2.
 
 Layout: :mod:`._parser` the arguments; :mod:`.demo`, :mod:`.compare`, :mod:`.export`,
 :mod:`.attach` and :mod:`.adapt` one command each; :mod:`._files` reads every command's

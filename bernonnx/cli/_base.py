@@ -21,7 +21,8 @@ exit status:
   1  unexpected failure (add --traceback before the command to see where)
   2  bad usage or bad input: unknown option or method, unreadable or missing file,
      missing column, non-binary labels, non-numeric or non-finite scores, too few
-     rows to fit, an output path that is an input; nothing is written
+     rows to fit, an output path that is an input or cannot be written (a folder,
+     a read-only place); nothing new is left on disk
   3  the ONNX graph does not reproduce Python within the parity tolerance (export,
      demo): the report is printed, the .onnx file is written for inspection, the
      Triton repository and ORT files are not

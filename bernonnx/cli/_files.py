@@ -1,5 +1,5 @@
 """The command line's files: every command's input read by one loader, and the outputs
-checked before anything is written, then written whole.
+checked before any work and written together at the end (:class:`_Outputs`).
 
 The loader dispatches on the file (a CSV, or Parquet: ``.parquet``, ``.parq``, ``.pq``) to
 :mod:`._csv` and :mod:`._stream`, which know nothing of each other's format; the label
@@ -8,10 +8,9 @@ rules (:func:`._csv._binary_rule`) are the same for both.
 
 from __future__ import annotations
 
-import contextlib
+import io
 import os
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -70,11 +69,14 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _check_outputs(inputs: Sequence[Path], outputs: Sequence[tuple[str, Path]]) -> None:
     """Refuse, before anything is written, an output that would destroy an input or
-    cannot be a file: an input file, a folder, two outputs on one path, a path whose
-    nearest existing ancestor is not a folder.
+    cannot be written: an input file, a folder, two outputs on one path, a path whose
+    nearest existing ancestor is not a folder, or a folder no file can be created in
+    (read-only, ``/proc``...).
 
     ``outputs`` pairs what the user gave (``"--onnx x.onnx"``) with the file written.
     """
+    from bernonnx.deploy._files import _check_writable
+
     seen: list[tuple[str, Path]] = []
     for given, path in outputs:
         for source in inputs:
@@ -90,43 +92,60 @@ def _check_outputs(inputs: Sequence[Path], outputs: Sequence[tuple[str, Path]]) 
             ancestor = ancestor.parent
         if not ancestor.is_dir():
             raise InputError(f"{given}: {ancestor} is a file, so {path} cannot be created")
+        try:
+            _check_writable(path)
+        except OSError as exc:
+            raise InputError(
+                f"{given}: cannot write {path}: {exc.strerror or exc}; nothing was written"
+            ) from None
         seen.append((given, path))
 
 
-@contextlib.contextmanager
-def _atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path``, renamed onto it when the block succeeds.
+class _Outputs:
+    """Every file a command writes, checked before any work and written together at
+    the end.
 
-    A reader (a polling server, a user) sees the old file or the whole new one,
-    never half of it; the new file has the umask's usual mode. An unwritable place
-    is bad input (exit 2).
+    :meth:`add` checks a path (:func:`_check_outputs`) as soon as the command knows it;
+    :meth:`stage` holds a file's bytes; :meth:`commit` writes the staged files with
+    :func:`bernonnx.deploy._files._write_together`: each under a temporary name in its
+    own folder, renamed once all are whole. A failure at any step is bad input (exit
+    2) naming the option and the path, and leaves nothing new on disk.
     """
-    from bernonnx.deploy._files import _new_file_mode
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-        os.close(fd)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    try:
-        yield Path(tmp)
-        os.chmod(tmp, _new_file_mode())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    def __init__(self, inputs: Sequence[Path]):
+        self.inputs = [Path(p) for p in inputs]
+        self.paths: list[tuple[str, Path]] = []
+        self.staged: dict[Path, bytes] = {}
 
+    def add(self, given: str, path: Path) -> Path:
+        """Check ``path``, written for the option ``given``, against the inputs and the
+        outputs added before; return it."""
+        _check_outputs(self.inputs, [*self.paths, (given, Path(path))])
+        self.paths.append((given, Path(path)))
+        return Path(path)
 
-def _write(path: Path, data: bytes | str) -> None:
-    """Write a file whole (see :func:`_atomic_path`), its folder created."""
-    with _atomic_path(path) as tmp:
-        if isinstance(data, str):
-            tmp.write_text(data, encoding="utf-8")
-        else:
-            tmp.write_bytes(data)
+    def stage(self, path: Path, data: bytes | str) -> None:
+        """Hold the content of ``path`` (added before) until :meth:`commit`."""
+        if not any(path == added for _, added in self.paths):
+            raise RuntimeError(f"{path} was not checked before being staged")  # a bug
+        self.staged[path] = data.encode("utf-8") if isinstance(data, str) else data
+
+    def commit(self) -> None:
+        """Write every staged file, in the order added, or none of them."""
+        from bernonnx.deploy._files import _write_together
+
+        order = [(given, path) for given, path in self.paths if path in self.staged]
+        try:
+            _write_together([(path, self.staged[path]) for _, path in order])
+        except OSError as exc:
+            failed = Path(exc.filename) if exc.filename else None
+            given = next((g for g, p in order if p == failed), None)
+            given = given or ", ".join(dict.fromkeys(g for g, _ in order))
+            raise InputError(
+                f"{given}: cannot write {exc.filename}: {exc.strerror or exc}; nothing was written"
+            ) from None
+        finally:
+            self.staged.clear()
 
 
 def _plot_path(text: str, flag: str = "--plot") -> Path:
@@ -141,22 +160,23 @@ def _plot_path(text: str, flag: str = "--plot") -> Path:
     return path
 
 
-def _save_reliability(
-    path: Path,
+def _draw_reliability(
     y,
     predictions: dict,
     n_bins: int,
     title: str,
     progress,
     *,
+    name: str,
     reference: str | None = None,
     n_resamples: int = 100,
     seed: int = 0,
-):
-    """Draw the reliability diagrams of ``predictions`` into ``path``, one panel per
-    calibrator with ``reference`` in grey in each (:func:`bernonnx.plotting.reliability_grid`);
-    a notice instead when matplotlib is absent. The smooth ECE and its interval use the
-    table's resamples and seed, so the figure's numbers are the table's."""
+) -> bytes | None:
+    """The PNG of the reliability diagrams of ``predictions``, one panel per calibrator
+    with ``reference`` in grey in each (:func:`bernonnx.plotting.reliability_grid`); a
+    notice and None when matplotlib is absent. The smooth ECE and its interval use the
+    table's resamples and seed, so the figure's numbers are the table's. ``name`` is
+    the file's, for the progress line and the notice."""
     try:
         from matplotlib.figure import Figure
 
@@ -164,12 +184,12 @@ def _save_reliability(
     except ImportError as exc:
         missing = getattr(exc, "name", None) or "matplotlib"
         progress.note(
-            f"no plot written to {path}: {missing} is not available "
+            f"no plot written to {name}: {missing} is not available "
             "(pip install 'bernonnx[plot]')",
             always=True,
         )
         return None
-    with progress.step(f"drawing {path.name}"):
+    with progress.step(f"drawing {Path(name).name}"):
         # a Figure without pyplot: no GUI backend, no global state
         figure = Figure()
         reliability_grid(
@@ -183,6 +203,6 @@ def _save_reliability(
             random_state=seed,
             figure=figure,
         )
-        with _atomic_path(path) as tmp:
-            figure.savefig(tmp, format="png", dpi=110)
-    return path
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=110)
+    return buffer.getvalue()

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
-from ._files import _check_outputs, _load, _write
+from ._files import _load, _Outputs
 from ._methods import _METHOD_LIST, _method
 from ._stream import _is_parquet
 
@@ -111,8 +111,9 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         raise InputError(f"method {method.name!r} has no ONNX export; choose from {exportable}")
     if method.kind != "1d" or len(args.score) != 1:
         raise InputError("adapt calibrates one --score column with a one-score method")
-    outputs = [(f"--onnx {args.onnx}", Path(args.onnx))] if args.onnx else []
-    _check_outputs([Path(args.csv), Path(args.target)], outputs)
+    outputs = _Outputs([Path(args.csv), Path(args.target)])
+    if args.onnx:
+        outputs.add(f"--onnx {args.onnx}", Path(args.onnx))
     with progress.step(f"reading {args.csv}"):
         data = _load(args, progress)
     calibrator = method.make()
@@ -149,7 +150,9 @@ def _cmd_adapt(args, progress: _Progress) -> int:
     with progress.step("converting to ONNX"):
         onx = to_onnx(adapter, S[: min(len(S), 1000)], priors_input=args.priors_input)
     parity = check_parity(adapter, onx, S)
-    _write(Path(args.onnx), onx.SerializeToString())
+    # a graph that differs from Python is still written, for inspection (exit 3)
+    outputs.stage(Path(args.onnx), onx.SerializeToString())
+    outputs.commit()
     inputs = ", ".join(f"{i.name!r}" for i in onx.graph.input)
     print(f"wrote {args.onnx}: inputs {inputs}; outputs 'label', 'probabilities'")
     print(parity.summary())

@@ -11,9 +11,9 @@ from bernonnx._registry import entry_for
 
 from ._base import EXIT_OK, InputError, _Progress
 from ._csv import _binary_target
-from ._files import _check_outputs, _class_labels, _read_labelled, _write
+from ._files import _class_labels, _read_labelled
 from ._methods import _check_probabilities
-from .export import _check_triton, _feed_lines, _graph_outputs
+from .export import _check_triton, _feed_lines, _graph_outputs, _stage_triton
 
 
 def _input_variables(onx) -> dict[str, str]:
@@ -63,11 +63,9 @@ def _fit(method, S: np.ndarray, labels, args):
 
 
 def _cmd_attach(args, progress: _Progress) -> int:
-    from bernonnx.deploy import write_triton_repository
     from bernonnx.export._attach import attach
 
-    method, out, name, outputs = _graph_outputs(args)
-    _check_outputs([Path(args.model), Path(args.csv)], outputs)
+    method, out, name, outputs = _graph_outputs(args, [Path(args.model), Path(args.csv)])
 
     with progress.step(f"reading {args.model}"):
         model = _load_model(Path(args.model))
@@ -88,9 +86,12 @@ def _cmd_attach(args, progress: _Progress) -> int:
             )
         except ValueError as exc:
             raise InputError(str(exc)) from exc
+    outputs.stage(out, merged.SerializeToString())
+    folder = None
     if args.triton:
         _check_triton(merged, args.triton, name)
-    _write(out, merged.SerializeToString())
+        folder = _stage_triton(outputs, merged, args.triton, name)
+    outputs.commit()
     column = "" if args.column is None else f" column {args.column}"
     print(
         f"wrote {out}: {type(calibrator).__name__} on output {args.output!r}{column} of "
@@ -102,7 +103,6 @@ def _cmd_attach(args, progress: _Progress) -> int:
         f"  the inputs are {args.model}'s own, names and types unchanged: feed them what "
         "the model took (a float64 array for a float input is refused by onnxruntime)"
     )
-    if args.triton:
-        folder = write_triton_repository(merged, args.triton, name)
+    if folder is not None:
         print(f"wrote the Triton model repository {folder} (config.pbtxt, 1/model.onnx)")
     return EXIT_OK

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._base import EXIT_OK, InputError, _Progress
 from ._csv import _Data
-from ._files import _check_outputs, _load, _plot_path, _save_reliability, _write
+from ._files import _draw_reliability, _load, _Outputs, _plot_path
 from ._methods import _METHOD_LIST, _check_probabilities, _fit, _Method, _method, _report
 from ._stream import (
     _UNBOUNDED,
@@ -255,10 +255,11 @@ def _cmd_compare(args, progress: _Progress) -> int:
     for name in args.method or ():
         _method(name)  # an unknown method fails before the file is read
     plot = _plot_path(args.plot) if args.plot else None
-    outputs = [(f"--output {args.output}", Path(args.output))] if args.output else []
+    outputs = _Outputs([Path(args.csv)])
+    if args.output:
+        outputs.add(f"--output {args.output}", Path(args.output))
     if plot is not None:
-        outputs.append((f"--plot {args.plot}", plot))
-    _check_outputs([Path(args.csv)], outputs)
+        outputs.add(f"--plot {args.plot}", plot)
     if _streams(args):
         about, rows, evaluation = _compare_streamed(args, progress)
     else:
@@ -303,25 +304,29 @@ def _cmd_compare(args, progress: _Progress) -> int:
             f"Nakkiran 2024) with its 90% bootstrap interval; fit s per fit\n\n"
             + _table(rows, ("method", "input"))
         )
-    if args.output:
-        _write(Path(args.output), text)
-        progress.note(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
     if plot is not None:
         raw = [key for key in predictions if key.split(" on ")[0] == "uncalibrated"]
         if evaluation["mode"] == "cv":
             evaluation_text = f"{evaluation['folds']}-fold out-of-fold predictions"
         else:
             evaluation_text = f"{evaluation['n_eval']} held-out rows"
-        _save_reliability(
-            plot,
+        png = _draw_reliability(
             y_eval,
             predictions,
             args.n_bins,
             f"{data.path.name}: {evaluation_text}",
             progress,
+            name=str(plot),
             reference=raw[0] if len(raw) == 1 else None,
             seed=args.seed,
         )
+        if png is not None:
+            outputs.stage(plot, png)
+    if args.output:
+        outputs.stage(Path(args.output), text)
+    outputs.commit()
+    if args.output:
+        progress.note(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
     return EXIT_OK

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 
 from ._base import EXIT_OK, EXIT_PARITY, _Progress
-from ._files import _check_outputs, _save_reliability, _write
+from ._files import _draw_reliability, _Outputs
 from ._methods import _DEMO_CALIBRATORS, _METHODS, _report
 from ._table import _table
-from .export import _print_parity, _triton_files
+from .export import _print_parity, _stage_triton, _triton_files
 
 #: bootstrap resamples of the smooth ECE's interval, in the table and the figures alike:
 #: a modest bootstrap keeps the demo to seconds
@@ -46,19 +46,17 @@ def _cmd_demo(args, progress: _Progress) -> int:
 
     from bernonnx.calibration import CalibratedClassifier
     from bernonnx.datasets import load_credit_default
-    from bernonnx.deploy import write_triton_repository
     from bernonnx.export import check_parity, to_onnx
     from bernonnx.metrics import log_loss
 
     out = Path(args.out)
-    outputs = [(f"--out {args.out}", out / "model.onnx")]
-    outputs += [
-        (f"--out {args.out}", path) for path in _triton_files(out / "triton", "credit_default")
-    ]
+    outputs = _Outputs([])
     if not args.no_plots:
         for filename in ("reliability_bernonnx.png", "reliability_vs_sklearn.png"):
-            outputs.append((f"--out {args.out}", out / filename))
-    _check_outputs([], outputs)
+            outputs.add(f"--out {args.out}", out / filename)
+    outputs.add(f"--out {args.out}", out / "model.onnx")
+    for path in _triton_files(out / "triton", "credit_default"):
+        outputs.add(f"--out {args.out}", path)
     with progress.step("loading the UCI credit-card default data (bundled)"):
         X, y, _ = load_credit_default()
         # The graph is float32, so a server hands it float32 features. Python sees the
@@ -122,6 +120,7 @@ def _cmd_demo(args, progress: _Progress) -> int:
         f"test log loss {best_loss:.5f})"
     )
 
+    figures = []
     if not args.no_plots:
         ours = {"uncalibrated": predictions["uncalibrated"]}
         ours.update({name: predictions[name] for name in _DEMO_CALIBRATORS})
@@ -137,19 +136,20 @@ def _cmd_demo(args, progress: _Progress) -> int:
                 f"{best} (bernonnx) and scikit-learn's calibrators on the test rows",
             ),
         ):
-            written = _save_reliability(
-                out / filename,
+            png = _draw_reliability(
                 y_test,
                 curves,
                 10,
                 title,
                 progress,
+                name=str(out / filename),
                 reference="uncalibrated",
                 n_resamples=_DEMO_RESAMPLES,
                 seed=args.seed,
             )
-            if written is not None:
-                print(f"wrote {written}")
+            if png is not None:
+                outputs.stage(out / filename, png)
+                figures.append(out / filename)
 
     model = models[best][0]
     with progress.step(f"exporting {best} (HistGradientBoosting + calibrator) to ONNX"):
@@ -157,7 +157,13 @@ def _cmd_demo(args, progress: _Progress) -> int:
     with progress.step("checking parity in onnxruntime"):
         parity = check_parity(model, onx, X_test)
     path = out / "model.onnx"
-    _write(path, onx.SerializeToString())
+    outputs.stage(path, onx.SerializeToString())
+    if parity["passed"]:
+        folder = _stage_triton(outputs, onx, out / "triton", "credit_default")
+    # a graph that differs from Python is still written, for inspection, the rest not
+    outputs.commit()
+    for figure in figures:
+        print(f"wrote {figure}")
     _print_parity(parity)
     if not parity["passed"]:
         progress.note(
@@ -166,6 +172,5 @@ def _cmd_demo(args, progress: _Progress) -> int:
             always=True,
         )
         return EXIT_PARITY
-    folder = write_triton_repository(onx, out / "triton", "credit_default")
     print(f"wrote {path} and the Triton model repository {folder}")
     return EXIT_OK

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
-from ._files import _check_outputs, _load, _write
+from ._files import _load, _Outputs
 from ._methods import _METHOD_LIST, _check_probabilities, _method
 from ._stream import (
     _UNBOUNDED,
@@ -23,7 +23,9 @@ from ._stream import (
 
 
 def _triton_files(repository: Path, name: str) -> list[Path]:
-    return [repository / name / "config.pbtxt", repository / name / "1" / "model.onnx"]
+    """The files of a Triton repository, in the order written: the model, then its
+    config (see :func:`bernonnx.deploy.triton._triton_files`)."""
+    return [repository / name / "1" / "model.onnx", repository / name / "config.pbtxt"]
 
 
 def _triton_name(name: str, flag: str) -> str:
@@ -36,9 +38,10 @@ def _triton_name(name: str, flag: str) -> str:
     return name
 
 
-def _graph_outputs(args):
+def _graph_outputs(args, inputs):
     """The exportable method, and what ``--onnx``/``--triton``/``--name`` will write:
-    ``(method, onnx_path, triton_name or None, [(flag, path), ...])``, checked."""
+    ``(method, onnx_path, triton_name or None, outputs)``, every path checked against
+    ``inputs`` and writable (:class:`._files._Outputs`)."""
     method = _method(args.method)
     if not method.exportable:
         exportable = ", ".join(m.name for m in _METHOD_LIST if m.exportable)
@@ -46,13 +49,25 @@ def _graph_outputs(args):
     if args.name and not args.triton:
         raise InputError("--name is the Triton model name: it needs --triton DIR")
     out = Path(args.onnx)
-    outputs = [(f"--onnx {args.onnx}", out)]
+    outputs = _Outputs(inputs)
+    outputs.add(f"--onnx {args.onnx}", out)
     name = None
     if args.triton:
         flag = "--name" if args.name else f"the Triton model name (from --onnx {args.onnx})"
         name = _triton_name(args.name or out.stem, flag)
-        outputs += [(f"--triton {args.triton}", p) for p in _triton_files(Path(args.triton), name)]
+        for path in _triton_files(Path(args.triton), name):
+            outputs.add(f"--triton {args.triton}", path)
     return method, out, name, outputs
+
+
+def _stage_triton(outputs: _Outputs, onx, triton: str, name: str) -> Path:
+    """Stage the Triton repository's files (model first, then config) for the commit;
+    its model folder."""
+    from bernonnx.deploy.triton import _triton_files as repository_files
+
+    for path, data in repository_files(onx, triton, name):
+        outputs.stage(path, data)
+    return Path(triton) / name
 
 
 def _check_triton(onx, triton: str, name: str) -> None:
@@ -196,11 +211,10 @@ def _check_scores(method, scores) -> None:
 def _cmd_export(args, progress: _Progress) -> int:
     from skl2onnx.common.exceptions import MissingShapeCalculator
 
-    from bernonnx.deploy import to_ort_format, write_triton_repository
+    from bernonnx.deploy import to_ort_format
     from bernonnx.export import check_parity, to_onnx
 
-    method, out, name, outputs = _graph_outputs(args)
-    _check_outputs([Path(args.csv)], outputs)
+    method, out, name, outputs = _graph_outputs(args, [Path(args.csv)])
 
     if _streams(args):
         calibrator, S, scores, positive, parity_rows = _fit_streamed_export(method, args, progress)
@@ -240,44 +254,49 @@ def _cmd_export(args, progress: _Progress) -> int:
         # the scores as read (float64): a float32 graph is charged with its rounding
         parity = check_parity(calibrator, onx, S)
 
-    with tempfile.TemporaryDirectory(prefix="bernonnx-") as staging:
-        ort_files = []
-        if args.ort and parity["passed"]:
+    ort_files = []
+    if args.ort and parity["passed"]:
+        with tempfile.TemporaryDirectory(prefix="bernonnx-") as staging:
             staged = Path(staging) / (out.stem + ".onnx")
             staged.write_bytes(onx.SerializeToString())
             with progress.step("converting to the ORT format"):
                 paths = to_ort_format(staged, Path(staging) / "ort")
-            ort_files = [(paths[key], out.parent / paths[key].name) for key in ("ort", "config")]
-            _check_outputs(
-                [Path(args.csv)], [*outputs, *((f"--ort {dest}", dest) for _, dest in ort_files)]
-            )
+            for key in ("ort", "config"):
+                dest = outputs.add(
+                    f"--ort {out.parent / paths[key].name}", out.parent / paths[key].name
+                )
+                ort_files.append((dest, paths[key].read_bytes()))
+    if args.triton:
+        _check_triton(onx, args.triton, name)
+    outputs.stage(out, onx.SerializeToString())
+    folder = None
+    if parity["passed"]:
         if args.triton:
-            _check_triton(onx, args.triton, name)
-        _write(out, onx.SerializeToString())
-        print(
-            f"wrote {out}: {type(calibrator).__name__} on {', '.join(scores)}; positive "
-            f"label {positive!r} is class 1"
-            + (f"; parity on {parity_rows}" if parity_rows else "")
+            folder = _stage_triton(outputs, onx, args.triton, name)
+        for dest, data in ort_files:
+            outputs.stage(dest, data)
+    # a graph that differs from Python is still written, for inspection, the rest not
+    outputs.commit()
+    print(
+        f"wrote {out}: {type(calibrator).__name__} on {', '.join(scores)}; positive "
+        f"label {positive!r} is class 1" + (f"; parity on {parity_rows}" if parity_rows else "")
+    )
+    for line in _feed_lines(onx, out, {onx.graph.input[0].name: "scores"}):
+        print(f"  {line}")
+    print(f"  {_dtype_note(onx, scores)}")
+    _print_parity(parity)
+    if not parity["passed"]:
+        skipped = [
+            flag for flag, given in (("--triton", args.triton), ("--ort", args.ort)) if given
+        ]
+        progress.note(
+            "the graph does not reproduce Python within the tolerance"
+            + (f"; not written: {', '.join(skipped)}" if skipped else ""),
+            always=True,
         )
-        for line in _feed_lines(onx, out, {onx.graph.input[0].name: "scores"}):
-            print(f"  {line}")
-        print(f"  {_dtype_note(onx, scores)}")
-        _print_parity(parity)
-        if not parity["passed"]:
-            skipped = [
-                flag for flag, given in (("--triton", args.triton), ("--ort", args.ort)) if given
-            ]
-            progress.note(
-                "the graph does not reproduce Python within the tolerance"
-                + (f"; not written: {', '.join(skipped)}" if skipped else ""),
-                always=True,
-            )
-            return EXIT_PARITY
-        if args.triton:
-            folder = write_triton_repository(onx, args.triton, name)
-            print(f"wrote the Triton model repository {folder} (config.pbtxt, 1/model.onnx)")
-        for source, dest in ort_files:
-            _write(dest, source.read_bytes())
-        if ort_files:
-            print(f"wrote {ort_files[0][1]} and {ort_files[1][1]}")
+        return EXIT_PARITY
+    if folder is not None:
+        print(f"wrote the Triton model repository {folder} (config.pbtxt, 1/model.onnx)")
+    if ort_files:
+        print(f"wrote {ort_files[0][0]} and {ort_files[1][0]}")
     return EXIT_OK

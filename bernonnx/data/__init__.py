@@ -1,1 +1,2 @@
-"""Data files shipped with bernonnx (see :mod:`bernonnx.datasets`)."""
+"""Data files shipped with bernonnx (see :mod:`bernonnx.datasets`; sources and licences
+in this folder's README.md)."""

@@ -13,7 +13,7 @@ import onnx
 
 from bernonnx._validation import check_int
 
-from ._files import ModelLike, _atomic_write
+from ._files import ModelLike, _write_together
 
 #: ONNX tensor element type -> Triton ``DataType`` enum name. Types absent here
 #: (complex, float8, int4, ...) have no Triton counterpart.
@@ -281,7 +281,10 @@ def write_triton_repository(
     """Write an ONNX graph as a Triton Inference Server model (onnxruntime backend).
 
     Creates ``<repository>/<name>/config.pbtxt`` and
-    ``<repository>/<name>/<version>/model.onnx``, replacing files already there.
+    ``<repository>/<name>/<version>/model.onnx``, replacing files already there. Both
+    files are written under temporary names beside their own and renamed once both are
+    whole, so a failure (an unwritable folder, a full disk) leaves nothing new behind:
+    no half file, no temporary file, no empty folder.
 
     Parameters
     ----------
@@ -317,6 +320,9 @@ def write_triton_repository(
         lacks, a tensor without a dynamic first dimension while ``max_batch_size > 0``,
         an unusable ``name``, bad integer arguments, or a file to write that is a
         folder (or under a file). Nothing is written then.
+    OSError
+        The repository cannot be written (a read-only folder, a full disk); the error
+        names the file, and nothing new is left on disk.
     NotImplementedError
         A graph whose weights live in external data files.
 
@@ -353,6 +359,37 @@ def write_triton_repository(
     ['1', '1/model.onnx', 'config.pbtxt']
     ['name: "neg"', 'backend: "onnxruntime"', 'max_batch_size: 1024']
     """
+    files = _triton_files(
+        model,
+        repository,
+        name,
+        max_batch_size=max_batch_size,
+        version=version,
+        dynamic_batching=dynamic_batching,
+        instance_count=instance_count,
+    )
+    _write_together(files)
+    return pathlib.Path(repository) / name
+
+
+def _triton_files(
+    model: ModelLike,
+    repository: str | os.PathLike[str],
+    name: str,
+    *,
+    max_batch_size: int = 1024,
+    version: int = 1,
+    dynamic_batching: bool = True,
+    instance_count: int = 1,
+) -> list[tuple[pathlib.Path, bytes]]:
+    """The files :func:`write_triton_repository` writes, checked, as ``(path, bytes)``:
+    the model first, then its config.
+
+    The model goes first: a config that points to a missing file would make a polling
+    Triton fail the load, a model without config is simply not picked up yet.
+    Parameters and errors are those of :func:`write_triton_repository`; nothing is
+    written.
+    """
     graph_model = _load_graph(model)
     check_int(version, "version", 1)
     if _uses_external_data(graph_model.graph):
@@ -382,12 +419,8 @@ def write_triton_repository(
     model_dir = pathlib.Path(repository) / name
     version_dir = model_dir / str(int(version))
     _check_paths([version_dir / "model.onnx", model_dir / "config.pbtxt"])
-    version_dir.mkdir(parents=True, exist_ok=True)
-    # The model goes first: a config that points to a missing file would make a polling
-    # Triton fail the load, a model without config is simply not picked up yet.
     if isinstance(model, onnx.ModelProto):
-        _atomic_write(version_dir / "model.onnx", model.SerializeToString())
+        data = model.SerializeToString()
     else:
-        _atomic_write(version_dir / "model.onnx", pathlib.Path(model).read_bytes())
-    _atomic_write(model_dir / "config.pbtxt", text.encode("utf-8"))
-    return model_dir
+        data = pathlib.Path(model).read_bytes()
+    return [(version_dir / "model.onnx", data), (model_dir / "config.pbtxt", text.encode("utf-8"))]
