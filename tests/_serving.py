@@ -51,6 +51,7 @@ class Case:
 
     name: str
     onx: object  # onnx.ModelProto
+    X: object  # the rows as Python's model takes them: an array or a DataFrame
     frame: pd.DataFrame  # the rows as the CSV holds them (header: column names)
     proba: np.ndarray  # Python's predict_proba
     labels: np.ndarray  # Python's predict
@@ -80,6 +81,7 @@ def _case(name, clf, X_fit_sample, X_test, dtype) -> Case:
     return Case(
         name,
         onx,
+        X_test,
         frame,
         clf.predict_proba(X_test),
         np.asarray(clf.predict(X_test)),
