@@ -22,6 +22,10 @@ from _serving import CASE_NAMES, case, needs, read_output_csv
 from onnx import TensorProto, helper
 
 ROOT = Path(__file__).resolve().parents[1]
+#: nine graphs fitted (about 30 s) then compilers, a browser or converters per graph:
+#: outside the quick run; one xdist worker for the three serving modules, which share the
+#: fitted graphs (tests/_serving.py caches them per process)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serving")]
 EXAMPLE = ROOT / "examples" / "serve_c"
 HINT = "sh examples/serve_c/get_headers.sh build/onnxruntime"
 PROGRAMS = ["serve_c", "serve_cpp"]
@@ -156,3 +160,24 @@ def test_program_errors_are_clear(program, programs, tmp_path):
     onnx.save_model(frame_case.onx, str(model))
     frame_case.frame.drop(columns=["AGE"]).iloc[:5].to_csv(rows, index=False)
     assert "no column 'AGE'" in error(model, rows)
+
+
+def test_quickstart_script(programs, tmp_path):
+    """examples/serve_c/quickstart.sh as the docs show it, from a copy of the folder."""
+    folder = tmp_path / "serve_c"
+    skip = shutil.ignore_patterns("serve_c", "serve_cpp", "build")
+    shutil.copytree(EXAMPLE, folder, ignore=skip)
+    c = case("logreg_frame_f64")
+    model, rows, out = tmp_path / "model.onnx", tmp_path / "rows.csv", tmp_path / "out.csv"
+    onnx.save_model(c.onx, str(model))
+    c.write_csv(rows)
+    env = dict(os.environ, ONNXRUNTIME_INCLUDE=str(header_folder()))
+    env.pop("ONNXRUNTIME_LIB", None)  # the script finds the wheel's library itself
+    done = subprocess.run(
+        ["sh", str(folder / "quickstart.sh"), str(model), str(rows), str(out)],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"serve_c and serve_cpp wrote the same {out}" in done.stdout
+    labels, proba = read_output_csv(out.read_text(), c.dtype)
+    assert np.array_equal(proba, c.ort_proba) and (labels == c.label_text).all()

@@ -21,6 +21,11 @@ from _serving import CASE_NAMES, case
 from bernonnx.deploy import run_onnx, to_ort_format
 from bernonnx.export import onnx_inputs
 
+#: nine graphs fitted (about 30 s) then compilers, a browser or converters per graph:
+#: outside the quick run; one xdist worker for the three serving modules, which share the
+#: fitted graphs (tests/_serving.py caches them per process)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serving")]
+
 
 def config_operators(text: str) -> dict[tuple[str, str], int]:
     """``{(domain, op): opset}`` from a required_operators.config (``domain;opset;ops``)."""

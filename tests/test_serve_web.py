@@ -32,6 +32,10 @@ from bernonnx.deploy import run_onnx
 from bernonnx.export import onnx_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
+#: nine graphs fitted (about 30 s) then compilers, a browser or converters per graph:
+#: outside the quick run; one xdist worker for the three serving modules, which share the
+#: fitted graphs (tests/_serving.py caches them per process)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serving")]
 PAGE = ROOT / "examples" / "web"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
 CHROMIUM_FLAGS = [
