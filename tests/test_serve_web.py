@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -194,3 +195,22 @@ def test_bundled_example_and_screenshot(site, tmp_path):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     if os.environ.get("BERNONNX_SCREENSHOT"):
         shutil.copy(shot, os.environ["BERNONNX_SCREENSHOT"])
+
+
+def test_make_example_rewrites_the_bundled_example(tmp_path):
+    """examples/web/make_example.py (the docs' code) writes the committed example again."""
+    import pandas as pd
+
+    done = subprocess.run(
+        [sys.executable, str(PAGE / "make_example.py"), str(tmp_path)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    bundled = PAGE / "example"
+    assert (tmp_path / "rows.csv").read_bytes() == (bundled / "rows.csv").read_bytes()
+    rows = pd.read_csv(bundled / "rows.csv")
+    new, old = (onnx.load(str(folder / "model.onnx")) for folder in (tmp_path, bundled))
+    assert np.array_equal(
+        run_onnx(new, onnx_inputs(new, rows))["probabilities"],
+        run_onnx(old, onnx_inputs(old, rows))["probabilities"],
+    )
