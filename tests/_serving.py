@@ -105,7 +105,7 @@ def _shared(file: str) -> pd.DataFrame:
 
     path = default_data_dir() / file
     if not path.is_file():
-        pytest.skip(f"shared data file {path} not found (set BERNONNX_SHARED_DATA)")
+        needs(f"shared data file {path} not found (set BERNONNX_SHARED_DATA)")
     return pd.read_csv(path)
 
 

@@ -13,10 +13,14 @@ state="$dest/apt"
 mkdir -p "$state/lists/partial" "$state/archives/partial"
 echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
   > "$state/sources.list"
+# as root, apt would hand the download to its _apt user, who cannot write into $dest
+sandbox=""
+[ "$(id -u)" = 0 ] && sandbox="-o APT::Sandbox::User=root"
 apt_private() {
+  # shellcheck disable=SC2086
   apt-get -q -o Dir::State="$state" -o Dir::State::status=/dev/null -o Dir::Cache="$state" \
     -o Dir::Etc::SourceList="$state/sources.list" -o Dir::Etc::SourceParts=/dev/null \
-    -o APT::Sandbox::User=root "$@"
+    $sandbox "$@"
 }
 apt_private update >/dev/null
 (cd "$state" && apt_private download libonnxruntime-dev >/dev/null)
