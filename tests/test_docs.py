@@ -109,3 +109,20 @@ def test_results_pages_include_reports_that_exist(page):
     # the results pages include the reports benchmarks/ and examples/ write
     includes = re.findall(r"```\{include\} (\S+)", page.read_text(encoding="utf-8"))
     assert sorted(i for i in includes if not (page.parent / i).resolve().is_file()) == []
+
+
+LITERALINCLUDE = re.compile(r"^\.\. literalinclude:: (\S+)\n((?:   :.*\n)*)", re.M)
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.rst")), ids=lambda p: p.name)
+def test_literalincludes_show_files_that_exist(page):
+    # the code a page shows is the file the tests run: the file and its markers must exist
+    for path, options in LITERALINCLUDE.findall(page.read_text(encoding="utf-8")):
+        source = (page.parent / path).resolve()
+        assert source.is_file(), f"{page.name}: {path} does not exist"
+        text = source.read_text(encoding="utf-8")
+        markers = re.findall(r":(start-at|start-after|end-before|end-at): (.*)", options)
+        for option, value in markers:
+            assert value in text, f"{page.name}: {path} has no {option} marker {value!r}"
+        for name in re.findall(r":pyobject: (\S+)", options):
+            assert re.search(rf"^(def|class) {name}\b", text, re.M), f"{path} lacks {name}"
