@@ -94,7 +94,7 @@ def test_fusion_scaling_benchmark_quick_smoke(tmp_path):
 
 @needs_shared
 def test_quality_floor_quick():
-    out = run("quality_floor.py", "--quick")
+    out = run("quality_floor.py", "--quick", folder="benchmarks/quality")
     rows = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ")}
     # the oracle is the better of sigmoid and isotonic per fit, so neither of them, nor a
     # rule that picks one of them, can be strictly below it
