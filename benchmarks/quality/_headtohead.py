@@ -1,0 +1,134 @@
+"""Paired bootstrap head-to-head statistics and their markdown tables (``peers.py``).
+
+A case holds one fit per seed (binary: the quality study's (table, model) pairs, three
+seeds; multiclass: one fit). Its metric per method is the seed-average of the test log
+loss. Resamples draw each seed's test rows with replacement, the same rows for every
+method (paired), as ``quality_floor.py`` does; a gap of A against B is
+``metric_A / metric_B - 1`` (log loss) or ``metric_A - metric_B`` (smooth ECE), its
+standard error the standard deviation of the resampled gaps.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+from quality_floor import resample_counts
+from scipy.stats import rankdata
+
+from bernonnx.metrics import top_label_smooth_calibration_error
+
+
+def case_rng(name):
+    """The resamples of a case: its own seed, so a rerun or a part run draws the same rows."""
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def case_stats(name, fits, methods, n_boot, ece_methods=(), n_boot_ece=0, ece_cache=None):
+    """Point and resampled metrics of one case; ``fits``: per seed ``(losses, probs, y)``.
+
+    The top-label smooth ECE (multiclass: one fit per case) is stored in ``ece_cache``
+    (a path) once: it is the slow part.
+    """
+    rng = case_rng(name)
+    point, boot = [], []
+    ece_point, ece_boot = {}, {}
+    for losses, probs, y in fits:
+        L = np.stack([losses[m] for m in methods])
+        n = L.shape[1]
+        counts = resample_counts(n, rng, n_boot)
+        point.append(L.mean(axis=1))
+        boot.append(counts @ L.T / n)
+        if not ece_methods:
+            continue
+        if ece_cache is not None and ece_cache.is_file():
+            with np.load(ece_cache) as f:
+                ece_point = {m: float(f[f"point:{m}"]) for m in ece_methods}
+                ece_boot = {m: f[f"boot:{m}"] for m in ece_methods}
+            continue
+        for m in ece_methods:
+            ece_point[m] = top_label_smooth_calibration_error(y, probs[m])
+            ece_boot[m] = np.array(
+                [
+                    top_label_smooth_calibration_error(y, probs[m], sample_weight=w)
+                    for w in counts[:n_boot_ece]
+                ]
+            )
+        if ece_cache is not None:
+            np.savez(
+                ece_cache,
+                **{f"point:{m}": v for m, v in ece_point.items()},
+                **{f"boot:{m}": v for m, v in ece_boot.items()},
+            )
+    return {
+        "name": name,
+        "methods": list(methods),
+        "point": np.mean(point, axis=0),
+        "boot": np.mean(boot, axis=0),
+        "ece_point": ece_point,
+        "ece_boot": ece_boot,
+    }
+
+
+def gap(stats, a, b, metric="log loss"):
+    """(gap of a against b, its bootstrap standard error)."""
+    if metric == "log loss":
+        i, j = stats["methods"].index(a), stats["methods"].index(b)
+        g = stats["point"][i] / stats["point"][j] - 1.0
+        se = (stats["boot"][:, i] / stats["boot"][:, j] - 1.0).std(ddof=1)
+        return g, se
+    g = stats["ece_point"][a] - stats["ece_point"][b]
+    return g, (stats["ece_boot"][a] - stats["ece_boot"][b]).std(ddof=1)
+
+
+def ranks(stats_list, methods):
+    """Mean rank (1: lowest log loss) of each of ``methods`` over the cases."""
+    r = []
+    for s in stats_list:
+        v = np.array([s["point"][s["methods"].index(m)] for m in methods])
+        r.append(rankdata(v))  # ties share their mean rank
+    return dict(zip(methods, np.mean(r, axis=0), strict=True))
+
+
+def head_to_head(stats_list, a, b, metric="log loss"):
+    """Wins of a (gap < 0), losses beyond 2 SE, mean gap, and the worst case's z."""
+    g = np.array([gap(s, a, b, metric) for s in stats_list])
+    wins = int(np.sum(g[:, 0] < 0))
+    losses = int(np.sum(g[:, 0] > 2 * g[:, 1]))
+    return {"wins": wins, "n": len(g), "losses": losses, "mean": g[:, 0].mean()}
+
+
+def fmt_gap(x, metric):
+    return f"{100 * x:+.3f}%" if metric == "log loss" else f"{x:+.4f}"
+
+
+def h2h_table(stats_list, ours, peers, metric="log loss", rank_of=None):
+    """Rows: peers; per method of ours: wins / n, 2-SE losses, mean gap."""
+    head = ["peer", *(f"{o}: wins / losses > 2 SE / mean gap" for o in ours)]
+    if rank_of is not None:
+        head.append("peer's mean rank")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in peers:
+        cells = [p]
+        for o in ours:
+            h = head_to_head(stats_list, o, p, metric)
+            cells.append(f"{h['wins']} / {h['n']}, {h['losses']}, {fmt_gap(h['mean'], metric)}")
+        if rank_of is not None:
+            cells.append(f"{rank_of[p]:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def rank_table(stats_list, methods, extra=None):
+    """All methods by mean rank; ``extra``: name -> {method: text} further columns."""
+    r = ranks(stats_list, methods)
+    mean_ll = {
+        m: np.mean([s["point"][s["methods"].index(m)] for s in stats_list]) for m in methods
+    }
+    head = ["method", "mean rank", "mean log loss", *(extra or {})]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m in sorted(methods, key=r.get):
+        cells = [m, f"{r[m]:.2f}", f"{mean_ll[m]:.5f}"]
+        cells += [col.get(m, "") for col in (extra or {}).values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
