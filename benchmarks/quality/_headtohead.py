@@ -24,11 +24,31 @@ def case_rng(name):
     return np.random.default_rng(zlib.crc32(name.encode()))
 
 
+def _ece_path(prefix, method):
+    return prefix.with_name(f"{prefix.name}__{method.replace(' ', '_')}.npz")
+
+
+def _ece_cached(prefix, method):
+    """(point, resamples) of a method's smooth ECE stored under ``prefix``, or None."""
+    if prefix is None:
+        return None
+    whole = prefix.with_name(prefix.name + ".npz")  # one file for several methods
+    if whole.is_file():
+        with np.load(whole) as f:
+            if f"point:{method}" in f.files:
+                return float(f[f"point:{method}"]), f[f"boot:{method}"]
+    one = _ece_path(prefix, method)
+    if one.is_file():
+        with np.load(one) as f:
+            return float(f["point"]), f["boot"]
+    return None
+
+
 def case_stats(name, fits, methods, n_boot, ece_methods=(), n_boot_ece=0, ece_cache=None):
     """Point and resampled metrics of one case; ``fits``: per seed ``(losses, probs, y)``.
 
-    The top-label smooth ECE (multiclass: one fit per case) is stored in ``ece_cache``
-    (a path) once: it is the slow part.
+    The top-label smooth ECE (multiclass: one fit per case) is stored under the path
+    prefix ``ece_cache`` once per method: it is the slow part.
     """
     rng = case_rng(name)
     point, boot = [], []
@@ -39,27 +59,21 @@ def case_stats(name, fits, methods, n_boot, ece_methods=(), n_boot_ece=0, ece_ca
         counts = resample_counts(n, rng, n_boot)
         point.append(L.mean(axis=1))
         boot.append(counts @ L.T / n)
-        if not ece_methods:
-            continue
-        if ece_cache is not None and ece_cache.is_file():
-            with np.load(ece_cache) as f:
-                ece_point = {m: float(f[f"point:{m}"]) for m in ece_methods}
-                ece_boot = {m: f[f"boot:{m}"] for m in ece_methods}
-            continue
         for m in ece_methods:
-            ece_point[m] = top_label_smooth_calibration_error(y, probs[m])
-            ece_boot[m] = np.array(
-                [
-                    top_label_smooth_calibration_error(y, probs[m], sample_weight=w)
-                    for w in counts[:n_boot_ece]
-                ]
-            )
-        if ece_cache is not None:
-            np.savez(
-                ece_cache,
-                **{f"point:{m}": v for m, v in ece_point.items()},
-                **{f"boot:{m}": v for m, v in ece_boot.items()},
-            )
+            cached = _ece_cached(ece_cache, m)
+            if cached is None:
+                cached = (
+                    top_label_smooth_calibration_error(y, probs[m]),
+                    np.array(
+                        [
+                            top_label_smooth_calibration_error(y, probs[m], sample_weight=w)
+                            for w in counts[:n_boot_ece]
+                        ]
+                    ),
+                )
+                if ece_cache is not None:
+                    np.savez(_ece_path(ece_cache, m), point=cached[0], boot=cached[1])
+            ece_point[m], ece_boot[m] = float(cached[0]), cached[1]
     return {
         "name": name,
         "methods": list(methods),

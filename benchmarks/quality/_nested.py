@@ -172,17 +172,56 @@ class NestedBinary:
         return {k: expit(v) for k, v in out.items()}, info
 
 
+def _pm_fit(name, P, y):
+    from probmetrics.calibrators import MatrixScalingCalibrator, get_calibrator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name == "matrix":
+            return MatrixScalingCalibrator().fit(P, y)
+        return get_calibrator("sms", sms_print_init_info=False).fit(P, y)
+
+
+def _log(p):
+    return np.log(np.clip(p, 1e-300, None))
+
+
 class NestedMulticlass:
-    """SMS on ``predict_proba``, then temperature or per-class Bernstein maps on top."""
+    """A scaling base on ``predict_proba``, then temperature or per-class Bernstein maps.
+
+    ``base="sms"``: probmetrics' SMS. ``"cv"``/``"cv2se"``: SMS or (unregularised) matrix
+    scaling, by 5-fold CV log loss on the calibration rows (the default's folds): the
+    one of lower mean loss, or matrix scaling only when lower by more than two standard
+    errors of the row-wise differences. On top, ``TemperatureBernsteinCalibrator`` on the
+    base's log-probabilities (its own rule: the identity, a temperature, or the per-class
+    Bernstein maps when they lower the 5-fold loss by more than two standard errors).
+    """
+
+    def __init__(self, base="sms"):
+        self.base = base
 
     def fit(self, P, y):
-        from probmetrics.calibrators import get_calibrator
-
-        self.sms_ = get_calibrator("sms", sms_print_init_info=False).fit(P, y)
-        z = np.log(np.clip(self.sms_.predict_proba(P), 1e-300, None))
-        self.top_ = TemperatureBernsteinCalibrator(input="logits").fit(z, y)
+        name = "sms"
+        if self.base != "sms":
+            folds = fold_of(0, P.shape[0], 5)
+            loss = {}
+            for b in ("sms", "matrix"):
+                held = np.empty(P.shape[0])
+                for k in range(5):
+                    tr, te = folds != k, folds == k
+                    q = _pm_fit(b, P[tr], y[tr]).predict_proba(P[te])
+                    held[te] = -_log(q[np.arange(q.shape[0]), y[te]])
+                loss[b] = held
+            d = loss["matrix"] - loss["sms"]
+            z = -d.mean() / (d.std(ddof=1) / np.sqrt(d.shape[0]) + 1e-300)
+            self.z_matrix_ = z
+            name = "matrix" if z > (2.0 if self.base == "cv2se" else 0.0) else "sms"
+        self.base_name_ = name
+        self.base_ = _pm_fit(name, P, y)
+        self.top_ = TemperatureBernsteinCalibrator(input="logits").fit(
+            _log(self.base_.predict_proba(P)), y
+        )
         return self
 
     def predict_proba(self, P):
-        z = np.log(np.clip(self.sms_.predict_proba(P), 1e-300, None))
-        return self.top_.predict_proba(z)
+        return self.top_.predict_proba(_log(self.base_.predict_proba(P)))
