@@ -111,28 +111,38 @@ class _Increasing:
 
 
 def _oof(make, t, y, folds):
-    """Out-of-fold log-odds of ``make().fit(t, y)`` over the folds."""
-    eta = np.empty_like(t)
+    """Out-of-fold log-odds of ``make(t, y)`` over the folds."""
+    eta = np.empty(t.shape[0])
     for k in np.unique(folds):
         tr, te = folds != k, folds == k
         eta[te] = make(t[tr], y[tr])(t[te])
     return eta
 
 
-def _param(family):
-    def make(t, y):
-        return _Increasing(family).fit(t, y).log_odds
+def _param(family, conv):
+    def make(s, y):
+        fit = _Increasing(family).fit(conv(s), y)
+        return lambda s2: fit.log_odds(conv(s2))
 
     return make
 
 
-def _bern_on(family):
-    def make(t, y):
-        base = _Increasing(family).fit(t, y)
-        corr = BernsteinCalibrator().fit(base.log_odds(t), y)
-        return lambda s: _logit(corr.predict_proba(base.log_odds(s))[:, 1])
+def _bern_on(family, conv):
+    def make(s, y):
+        base = _Increasing(family).fit(conv(s), y)
+        corr = BernsteinCalibrator().fit(base.log_odds(conv(s)), y)
+        return lambda s2: _logit(corr.predict_proba(base.log_odds(conv(s2)))[:, 1])
 
     return make
+
+
+def _identity(s):
+    return s
+
+
+def probability_log_odds(p):
+    """The log-odds of a probability score, clipped at float64's epsilon (as betacal)."""
+    return _logit(p)
 
 
 def _default(t, y):
@@ -148,22 +158,22 @@ def _logit(p):
 class NestedBinary:
     """Every variant's test log-odds from one set of cross-validated fits (see module doc)."""
 
-    def fit_predict(self, t_cal, y_cal, t_test, n_folds=5):
+    def fit_predict(self, s_cal, y_cal, s_test, n_folds=5, conv=_identity):
+        """``s``: the score the default reads; ``conv(s)``: its log-odds, the maps' input."""
         y = y_cal.astype(np.float64)
-        folds = fold_of(0, t_cal.shape[0], n_folds)
-        oof = {f: _oof(_param(f), t_cal, y, folds) for f in FAMILIES}
+        folds = fold_of(0, s_cal.shape[0], n_folds)
+        oof = {f: _oof(_param(f, conv), s_cal, y, folds) for f in FAMILIES}
         cv = {f: row_loss(y, oof[f]).mean() for f in FAMILIES}
         fam = min(FAMILIES, key=cv.get)
-        base = _Increasing(fam).fit(t_cal, y)
-        out = {f"param:{f}": _param(f)(t_cal, y)(t_test) for f in FAMILIES}
-        out["param-cv"] = base.log_odds(t_test)
+        out = {f"param:{f}": _param(f, conv)(s_cal, y)(s_test) for f in FAMILIES}
+        out["param-cv"] = out[f"param:{fam}"]
         alt = {
-            "corr": (_bern_on(fam), lambda: _bern_on(fam)(t_cal, y)(t_test)),
-            "default": (_default, lambda: _default(t_cal, y)(t_test)),
+            "corr": (_bern_on(fam, conv), lambda: _bern_on(fam, conv)(s_cal, y)(s_test)),
+            "default": (_default, lambda: _default(s_cal, y)(s_test)),
         }
         info = {"family": fam}
         for name, (make, final) in alt.items():
-            d = row_loss(y, _oof(make, t_cal, y, folds)) - row_loss(y, oof[fam])
+            d = row_loss(y, _oof(make, s_cal, y, folds)) - row_loss(y, oof[fam])
             z = -d.mean() / (d.std(ddof=1) / np.sqrt(d.shape[0]) + 1e-300)
             eta_alt = final()
             info[f"z_{name}"] = z

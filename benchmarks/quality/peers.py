@@ -46,8 +46,16 @@ sys.path.insert(1, str(HERE.parent))
 import _methods as mt  # noqa: E402
 import multiclass_default as mcd  # noqa: E402
 from _harness import git_revision, machine, now  # noqa: E402
-from _headtohead import case_stats, h2h_table, head_to_head, rank_table, ranks  # noqa: E402
-from _nested import NestedBinary, NestedMulticlass  # noqa: E402
+from _headtohead import (  # noqa: E402
+    case_stats,
+    fmt_gap,
+    gap,
+    h2h_table,
+    head_to_head,
+    rank_table,
+    ranks,
+)
+from _nested import NestedBinary, NestedMulticlass, probability_log_odds  # noqa: E402
 from quality_floor import SPLITS, row_loss  # noqa: E402
 from quality_study import DEFAULT_DATA_DIR, ISSUE_MODELS, cached_case  # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
@@ -71,6 +79,7 @@ today's default (`BernsteinCalibrator()` on `t`) in place of the map."""
 M_VARIANTS = (
     "SMS + correction", "CV(SMS, matrix) + correction", "CV-2SE(SMS, matrix) + correction",
 )  # fmt: skip
+MC_GROUPS = ("base", "peers", "nested", "nestedcv")
 M_VARIANTS_TEXT = """Variants (`_nested.NestedMulticlass`, on the model's `predict_proba`): a base,
 then `TemperatureBernsteinCalibrator(input="logits")` on the base's log-probabilities (the
 identity, a temperature, or per-class Bernstein maps, the last only when they lower the
@@ -141,7 +150,13 @@ def binary_fit(data, model, seed, args):
 
 def _nested_binary(case):
     start = time.perf_counter()
-    out, info = NestedBinary().fit_predict(case["lp_cal"], case["y_cal"], case["lp_test"])
+    # the maps read log-odds: a probability score (a model with neither a decision function
+    # nor log-probabilities: the random forest) is read as its clipped logit
+    is_proba = np.array_equal(case["lp_cal"], case["pp_cal"])
+    conv = probability_log_odds if is_proba else (lambda s: s)
+    out, info = NestedBinary().fit_predict(
+        case["lp_cal"], case["y_cal"], case["lp_test"], conv=conv
+    )
     seconds = time.perf_counter() - start
     packed = _pack({k: (p, seconds) for k, p in out.items()})
     packed["i:family"] = np.array(info["family"])
@@ -268,6 +283,21 @@ def choose_variant(stats_list, variants, methods, peers, metrics_=("log loss",))
     return rows[0][3], "\n".join(table)
 
 
+def loss_cases(stats_list, name, peers, metrics_):
+    """The cases where ``name`` is worse than a peer by more than two standard errors."""
+    found = []
+    for st in stats_list:
+        for metric in metrics_:
+            worse = []
+            for p in peers:
+                g, se = gap(st, name, p, metric)
+                if g > 2 * se:
+                    worse.append(f"{p} {fmt_gap(g, metric)} ± {fmt_gap(se, metric).lstrip('+')}")
+            if worse:
+                found.append(f"{st['name']} ({metric}): " + ", ".join(worse))
+    return found
+
+
 def target_lines(stats_list, name, methods, peers, metrics_, min_share):
     r = ranks(stats_list, methods)
     first = min(r, key=r.get)
@@ -279,6 +309,7 @@ def target_lines(stats_list, name, methods, peers, metrics_, min_share):
         + ("(first)" if first == name else f"(first: {first}, {r[first]:.2f})")
         + ("; every peer target met" if not fails else "; not met: " + "; ".join(fails))
     ]
+    lines += [f"  - worse beyond 2 SE: {c}" for c in loss_cases(stats_list, name, peers, metrics_)]
     return lines
 
 
@@ -367,11 +398,19 @@ def multiclass_section(args):
     groups = (
         {"quick": mcd.QUICK} if args.quick else {"tuning": mcd.TUNING, "held out": mcd.HELD_OUT}
     )
-    ece_methods = ["default", *M_VARIANTS, *M_TARGET_PEERS, "temperature (ours)"]
-    times, per_split, infos = [], {}, []
+    times, per_split, infos, missing = [], {}, [], []
+    both = ("log loss", "ece")
+    variants, variant_table = M_VARIANTS, None
     for split, cases in groups.items():
+        # the first split (tuning) scores every variant; the others only the one it chose
+        ece_methods = ["default", *variants, *M_TARGET_PEERS, "temperature (ours)"]
         stats_list = []
         for target, model_name, seed in cases:
+            stem = f"{target}_{model_name}_{seed}_{args.rows}"
+            done = all((args.preds / f"mc_{g}_{stem}.npz").is_file() for g in MC_GROUPS)
+            if args.cached_only and not done:
+                missing.append(f"{target} {model_name} s{seed} ({split})")
+                continue
             losses, probs, y, t, info = mc_fit(target, model_name, seed, args)
             times.append(t)
             infos.append(f"{target} {model_name} s{seed}: default {info['chosen']}; "
@@ -381,7 +420,7 @@ def multiclass_section(args):
                 case_stats(
                     f"{target} {model_name} {seed}",
                     [(losses, probs, y)],
-                    [*M_METHODS, *M_VARIANTS],
+                    [*M_METHODS, *variants],
                     args.n_boot,
                     ece_methods,
                     args.n_boot_ece,
@@ -391,11 +430,12 @@ def multiclass_section(args):
             print(f"multiclass {split}: {target} {model_name} {seed} "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         per_split[split] = stats_list
+        if variant_table is None:
+            variant, variant_table = choose_variant(
+                stats_list, M_VARIANTS, M_METHODS, M_TARGET_PEERS, both
+            )
+            variants = (variant,)
     first = next(iter(per_split))
-    both = ("log loss", "ece")
-    variant, variant_table = choose_variant(
-        per_split[first], M_VARIANTS, M_METHODS, M_TARGET_PEERS, both
-    )
     parts = [
         "",
         "## Multiclass",
@@ -450,6 +490,8 @@ def multiclass_section(args):
             *target_lines(stats_list, "default", methods, M_TARGET_PEERS, both, None),
             *target_lines(stats_list, proto, methods, M_TARGET_PEERS, both, None),
         ]
+    if missing:
+        parts += ["", "**Not run in time** (left out of every table above): " + ", ".join(missing)]
     parts += ["", "Choices per case:", "", *(f"- {i}" for i in infos)]
     return parts
 
@@ -470,6 +512,9 @@ def main(argv=None) -> None:
     parser.add_argument("--n-boot-ece", type=int, default=100, help="of them, for the ECE")
     parser.add_argument("--skip", choices=("binary", "multiclass"), help="leave one part out")
     parser.add_argument("--out", type=Path, help="write the markdown report here")
+    parser.add_argument(
+        "--cached-only", action="store_true", help="multiclass: only the cases fitted already"
+    )
     parser.add_argument("--quick", action="store_true", help="credit seed 0; 2 multiclass cases")
     args = parser.parse_args(argv)
     args.splits = args.splits.split(",")
