@@ -52,6 +52,7 @@ from _headtohead import (  # noqa: E402
     gap,
     h2h_table,
     head_to_head,
+    is_loss,
     rank_table,
     ranks,
 )
@@ -291,7 +292,7 @@ def loss_cases(stats_list, name, peers, metrics_):
             worse = []
             for p in peers:
                 g, se = gap(st, name, p, metric)
-                if g > 2 * se:
+                if is_loss(g, se):
                     worse.append(f"{p} {fmt_gap(g, metric)} ± {fmt_gap(se, metric).lstrip('+')}")
             if worse:
                 found.append(f"{st['name']} ({metric}): " + ", ".join(worse))
@@ -341,6 +342,7 @@ def binary_section(args):
         per_split[first], B_VARIANTS, B_METHODS, B_TARGET_PEERS
     )
     parts += [
+        "",
         "## Binary",
         "",
         f"The prototype's variant, chosen on the {first} split only (fewest losses beyond "
