@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks._realdata import default_data_dir
+
 #: each runs a script in a fresh interpreter (13 to 33 s): outside the quick run
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+#: $BERNONNX_SHARED_DATA, else the shared folder beside the checkout (or the main checkout's)
+SHARED_DATA = default_data_dir()
 needs_shared = pytest.mark.skipif(
     not (SHARED_DATA / "diabetes_brfss2015.csv.gz").exists(),
     reason=f"the seeds' data sets are not at {SHARED_DATA} (they sit beside the checkout in CI)",
