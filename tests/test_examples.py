@@ -12,6 +12,12 @@ from benchmarks._realdata import DEFAULT_DATA_DIR
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
+#: $BERNONNX_SHARED_DATA, else the tables bundled in bernonnx.data
+SHARED_DATA = DEFAULT_DATA_DIR
+needs_shared = pytest.mark.skipif(
+    not (SHARED_DATA / "diabetes_brfss2015.csv.gz").exists(),
+    reason=f"the real data sets are not at {SHARED_DATA}",
+)
 
 
 def run(script, *args, folder="examples"):
@@ -111,8 +117,9 @@ def test_fusion_scaling_benchmark_quick_smoke(tmp_path):
 
 
 def test_quality_floor_quick():
-    # its study's default folder is ../shared/data: the bundled tables (or the override)
-    out = run("quality_floor.py", "--quick", "--data", str(DEFAULT_DATA_DIR))
+    out = run(
+        "quality_floor.py", "--quick", "--data", str(DEFAULT_DATA_DIR), folder="benchmarks/quality"
+    )
     rows = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.startswith("| ")}
     # the oracle is the better of sigmoid and isotonic per fit, so neither of them, nor a
     # rule that picks one of them, can be strictly below it
@@ -140,3 +147,60 @@ def test_prior_shift_benchmark_quick_smoke(tmp_path):
     run("prior_shift.py", "--quick", "--out", str(tmp_path / "p.md"), folder="benchmarks")
     report = (tmp_path / "p.md").read_text()
     assert "export exact, priors baked in and as input (every case) | PASS" in report
+
+
+def _quality_module(name):
+    folder = str(ROOT / "benchmarks" / "quality")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return __import__(name)
+
+
+def test_nested_prototype_keeps_ranking_and_nests_its_maps():
+    # the head-to-head study's binary prototype, on the bundled credit table as pandas reads it
+    from importlib import resources
+
+    import numpy as np
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    nested = _quality_module("_nested")
+    with resources.as_file(resources.files("bernonnx.data") / "uci_credit_card.csv.gz") as f:
+        df = pd.read_csv(f)
+    y = df.pop("default.payment.next.month").to_numpy()
+    X_fit, X_cal, y_fit, y_cal = train_test_split(df, y, test_size=0.5, random_state=0)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)).fit(X_fit, y_fit)
+    t = model.decision_function(X_cal)
+    t_cal, t_test, y_c, y_t = train_test_split(t, y_cal, test_size=0.5, random_state=0)
+    out, info = nested.NestedBinary().fit_predict(t_cal, y_c, t_test)
+    assert info["family"] in nested.FAMILIES
+    order = np.argsort(t_test, kind="stable")
+    distinct = np.diff(t_test[order]) > 1e-9 * np.abs(t_test).max()
+    for name, p in out.items():
+        steps = np.diff(p[order])
+        assert np.all(steps >= 0), name  # never decreasing in the score
+        assert np.all(steps[distinct] > 0) or name.startswith("nest-"), name
+    # in-sample: Beta nests the affine map (a = b), so its log loss is never above it
+    loss = {}
+    for family in ("affine", "beta"):
+        fit = nested._Increasing(family).fit(t_cal, y_c.astype(float))
+        loss[family] = nested.row_loss(y_c, fit.log_odds(t_cal)).mean()
+    assert loss["beta"] <= loss["affine"] + 1e-9
+
+
+@needs_shared
+def test_peers_quick(tmp_path):
+    pytest.importorskip(
+        "probmetrics", reason="the benchmarks extra: pip install -e '.[benchmarks]'"
+    )
+    report = tmp_path / "peers.md"
+    run("peers.py", "--quick", "--preds", str(tmp_path / "p"), "--out", str(report),
+        folder="benchmarks/quality")  # fmt: skip
+    text = report.read_text()
+    for peer in ("Beta", "Venn-Abers (IVAP)", "MLI spline", "SMS", "vector scaling"):
+        assert f"| {peer} |" in text
+    assert "nested prototype" in text and "SMS + correction" in text
+    assert "nan" not in text.replace("nanmean", "")

@@ -63,7 +63,7 @@ def least_loss_choice(fold_losses: np.ndarray) -> int:
     The rule of the 1-D calibrator. With folds drawn by a hash of the row's
     position, it beat the one-standard-error rule on the quality study's
     tuning seeds (18 of 20 wins against the better of scikit-learn's sigmoid
-    and isotonic instead of 14; ``examples/quality_study.py``).
+    and isotonic instead of 14; ``benchmarks/quality/quality_study.py``).
     Candidates the search skipped (NaN losses, see
     :func:`select_degree_by_steps`) are not chosen.
     """
@@ -230,7 +230,7 @@ def select_degree_by_steps(basis, sums, feasible_sets, loss, one_score=True, coa
       on the benchmark's data at n = 1e4 the search chose degree 50 where the
       exact fold fits choose 4; with two, 4.5% and 4
       (``tests/test_degree_search.py``). On the quality study's seeds
-      (``examples/quality_study.py``) this chose the same degree as the exact
+      (``benchmarks/quality/quality_study.py``) this chose the same degree as the exact
       fold fits in 71 of 72 tuning fits and 68 of 72 held-out ones, with the
       same wins against the better of scikit-learn's sigmoid and isotonic,
       in 60% of the time.

@@ -74,7 +74,7 @@ study of the calibrators then takes seconds per seed).
 
 Run (held-out seeds, about 3-5 minutes per seed on one core)::
 
-    python examples/quality_study.py --seeds 3,4,5 --out quality.md
+    python benchmarks/quality/quality_study.py --seeds 3,4,5 --out quality.md
 
 ``--seeds 0,1,2`` gives the tuning seeds; ``--quick`` one small seed.
 """
@@ -91,6 +91,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import threadpoolctl
+from scipy.special import expit
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
@@ -109,11 +110,11 @@ from bernonnx import BernsteinCalibrator, CalibratedClassifier, PlattCalibrator,
 from bernonnx._meta import response_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from _blend import PlattBernsteinBlend  # noqa: E402
 from _candidates import AffineBernstein, LinearPlusBernstein, PlattOrBernstein  # noqa: E402
+from _realdata import DEFAULT_DATA_DIR  # noqa: E402
 from _shrinkage import DENSE, ShrunkBernstein  # noqa: E402
-
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 _DIABETES_CATEGORICAL = (
     "HighBP", "HighChol", "CholCheck", "Smoker", "Stroke", "HeartDiseaseorAttack",
@@ -233,7 +234,13 @@ def base_case(data: str, model: str, seed: int, data_dir: Path, max_rows: int) -
         case[f"lp_{part}"] = case[f"s_{part}"]
         if model in ("GaussianNB", "MLPClassifier"):
             case[f"lp_{part}"] = response_scores(frozen, Xp, "predict_proba", True, classes)
-    for name in ("sigmoid", "isotonic"):
+        # what CalArena's calibrators read: the model's predict_proba (LinearSVC has
+        # none: the logistic of its decision value, a probability with those log-odds)
+        if hasattr(pipe, "predict_proba"):
+            case[f"pp_{part}"] = frozen.predict_proba(Xp)[:, 1]
+        else:
+            case[f"pp_{part}"] = expit(case[f"s_{part}"])
+    for name in ("sigmoid", "isotonic", "temperature"):
         cal = CalibratedClassifierCV(frozen, method=name).fit(X_cal, y_cal)
         case[f"p_{name}"] = cal.predict_proba(X_test)[:, 1]
     ours = CalibratedClassifier(frozen).fit(X_cal, y_cal)

@@ -35,7 +35,8 @@ under which a rule that always picks the oracle's choice wins).
 
 Run (about a minute per split with the cache of ``quality_study.py``)::
 
-    python examples/quality_floor.py --cache /tmp/qb/cache --out examples/quality_floor.md
+    python benchmarks/quality/quality_floor.py --cache /tmp/qb/cache \
+        --out benchmarks/quality/quality_floor.md
 """
 
 from __future__ import annotations
@@ -133,13 +134,17 @@ def one_fit(case):
 RULES = ("sigmoid", "isotonic", "cv-choice", "default", "default-best-degree", "blend-cv")
 
 
-def bootstrap_means(losses, rng, n_boot):
-    """Resampled mean loss of each rule over the test rows: shape (n_boot, rules)."""
-    L = np.stack([losses[r] for r in RULES])  # the same resampled rows for every rule
-    n = L.shape[1]
+def resample_counts(n, rng, n_boot):
+    """How often each of ``n`` test rows is drawn, per resample: shape (n_boot, n)."""
     idx = rng.integers(0, n, size=(n_boot, n))
-    counts = np.stack([np.bincount(row, minlength=n) for row in idx]).astype(np.float64)
-    return counts @ L.T / n
+    return np.stack([np.bincount(row, minlength=n) for row in idx]).astype(np.float64)
+
+
+def bootstrap_means(losses, rng, n_boot, rules=RULES):
+    """Resampled mean loss of each rule over the test rows: shape (n_boot, rules)."""
+    L = np.stack([losses[r] for r in rules])  # the same resampled rows for every rule
+    n = L.shape[1]
+    return resample_counts(n, rng, n_boot) @ L.T / n
 
 
 def case_summary(fits, rng, n_boot):
@@ -263,14 +268,15 @@ def split_report(name, cases):
 
 HEADER = """# The noise floor of the quality target
 
-Produced by `examples/quality_floor.py` (see its docstring for the rules) on the cached base
-scores of `examples/quality_study.py`: the three splits of `quality_study.md`, the five issue
-models. A case's gap is its test log loss (averaged over the split's seeds) relative to the
-oracle's, the better of scikit-learn's sigmoid and isotonic per fit on the test rows; `± x` is
-the bootstrap standard error over test rows ({n_boot} resamples, in percentage points). In the
-per-case tables, "sigmoid vs isotonic" is sigmoid's log loss relative to isotonic's (negative:
-sigmoid better), "CV sign agrees" counts the seeds whose calibration-row CV ranked the two as
-the test rows did, and the degrees are the best in hindsight per seed.
+Produced by `benchmarks/quality/quality_floor.py` (see its docstring for the rules) on the
+cached base scores of `benchmarks/quality/quality_study.py`: the three splits of
+`quality_study.md`, the five issue models. A case's gap is its test log loss (averaged over
+the split's seeds) relative to the oracle's, the better of scikit-learn's sigmoid and
+isotonic per fit on the test rows; `± x` is the bootstrap standard error over test rows
+({n_boot} resamples, in percentage points). In the per-case tables, "sigmoid vs isotonic" is
+sigmoid's log loss relative to isotonic's (negative: sigmoid better), "CV sign agrees" counts
+the seeds whose calibration-row CV ranked the two as the test rows did, and the degrees are
+the best in hindsight per seed.
 """
 
 

@@ -1,0 +1,237 @@
+"""Prototype defaults that nest the peers' best maps (study code, not library code).
+
+Binary, ``NestedBinary``: three strictly increasing parametric maps of the log-odds ``t``
+the default reads (``CalibratedClassifier``'s score, non-saturating where the model gives
+log-probabilities), each a logistic regression on increasing features with non-negative
+slopes:
+
+* ``affine``: ``a t + c`` (Platt; a >= 0);
+* ``beta``: ``a log p - b log(1 - p) + c`` with ``p = sigmoid(t)`` (Kull, Silva Filho and
+  Flach 2017, "Beta calibration"; a, b >= 0), i.e. ``-a softplus(-t) + b softplus(t) + c``;
+* ``quadratic``: ``c + a u + b u^2`` on ``u``, the score centred at its median, scaled by
+  its interquartile range and log-compressed beyond 4 (``4 + log(1 + |u| - 4)``, keeps the
+  far tails of naive Bayes log-odds from driving the square), parametrised by its slopes
+  at the smallest and the largest calibration ``u`` (both >= 0: increasing on the range)
+  and continued linearly beyond it.
+
+The family of least 5-fold cross-validated log loss on the calibration rows (the default's
+folds, a hash of the row position) is taken. The Bernstein correction is then tried: either
+``BernsteinCalibrator()`` on the chosen map's log-odds (``"corr"``), or the default itself
+on ``t`` (``"default"``), each scored by the same 5-fold cross-validation (refitted inside
+each fold). It is kept only when its mean held-out loss is below the parametric map's by
+more than ``k`` standard errors of the row-wise differences.
+
+Multiclass, ``NestedMulticlass``: probmetrics' structured matrix scaling (SMS; Berta,
+Holzmüller, Jordan and Bach 2025) fitted on the model's ``predict_proba``, then
+``TemperatureBernsteinCalibrator(input="logits")`` on the log of SMS's probabilities: the
+identity (SMS itself), a temperature, or the per-class Bernstein maps, the last only when
+it lowers the 5-fold log loss by more than two standard errors.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from bernonnx import BernsteinCalibrator, TemperatureBernsteinCalibrator
+from bernonnx._core.points import fold_of
+
+FAMILIES = ("affine", "beta", "quadratic")
+EPS = np.finfo(np.float64).eps
+
+
+def row_loss(y, eta):
+    """Per-row log loss of log-odds ``eta``."""
+    return np.logaddexp(0.0, eta) - y * eta
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+class _Increasing:
+    """Logistic regression ``c + F(t) @ w``, ``w >= 0``, on non-decreasing features ``F``."""
+
+    def __init__(self, family):
+        self.family = family
+
+    def _features(self, t):
+        if self.family == "affine":
+            return t[:, None]
+        if self.family == "beta":
+            return np.stack([-_softplus(-t), _softplus(t)], axis=1)
+        u = self._squash(t)
+        lo, hi = self.range_
+        uc = np.clip(u, lo, hi)
+        h = (uc - lo) ** 2 / (2.0 * (hi - lo))  # h'(lo) = 0, h'(hi) = 1
+        g = (uc - lo) - h  # g'(lo) = 1, g'(hi) = 0
+        return np.stack([g + np.minimum(u - lo, 0.0), h + np.maximum(u - hi, 0.0)], axis=1)
+
+    def _squash(self, t):
+        u = (t - self.centre_) / self.scale_
+        a = np.abs(u)
+        return np.where(a > 4.0, np.sign(u) * (4.0 + np.log1p(np.maximum(a - 4.0, 0.0))), u)
+
+    def fit(self, t, y):
+        if self.family == "quadratic":
+            q25, q50, q75 = np.percentile(t, [25, 50, 75])
+            self.centre_, self.scale_ = q50, max(q75 - q25, 1e-12)
+            u = self._squash(t)
+            self.range_ = (u.min(), max(u.max(), u.min() + 1e-9))
+        F = self._features(t)
+        self.norm_ = np.maximum(F.std(axis=0), 1e-300)
+        Fn = (F - F.mean(axis=0)) / self.norm_
+        self.mean_ = F.mean(axis=0)
+        X = np.hstack([np.ones((F.shape[0], 1)), Fn])
+        n = X.shape[0]
+
+        def objective(w):
+            eta = X @ w
+            p = expit(eta)
+            return row_loss(y, eta).sum() / n, X.T @ (p - y) / n
+
+        bounds = [(None, None)] + [(0.0, None)] * Fn.shape[1]
+        w0 = np.zeros(X.shape[1])
+        w0[0] = np.log((y.mean() + 1e-9) / (1 - y.mean() + 1e-9))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = minimize(
+                objective, w0, jac=True, method="L-BFGS-B", bounds=bounds,
+                options={"maxiter": 500, "gtol": 1e-10, "ftol": 1e-14},
+            )  # fmt: skip
+        self.w_ = res.x
+        return self
+
+    def log_odds(self, t):
+        F = (self._features(t) - self.mean_) / self.norm_
+        return self.w_[0] + F @ self.w_[1:]
+
+
+def _oof(make, t, y, folds):
+    """Out-of-fold log-odds of ``make(t, y)`` over the folds."""
+    eta = np.empty(t.shape[0])
+    for k in np.unique(folds):
+        tr, te = folds != k, folds == k
+        eta[te] = make(t[tr], y[tr])(t[te])
+    return eta
+
+
+def _param(family, conv):
+    def make(s, y):
+        fit = _Increasing(family).fit(conv(s), y)
+        return lambda s2: fit.log_odds(conv(s2))
+
+    return make
+
+
+def _bern_on(family, conv):
+    def make(s, y):
+        base = _Increasing(family).fit(conv(s), y)
+        corr = BernsteinCalibrator().fit(base.log_odds(conv(s)), y)
+        return lambda s2: _logit(corr.predict_proba(base.log_odds(conv(s2)))[:, 1])
+
+    return make
+
+
+def _identity(s):
+    return s
+
+
+def probability_log_odds(p):
+    """The log-odds of a probability score, clipped at float64's epsilon (as betacal)."""
+    return _logit(p)
+
+
+def _default(t, y):
+    cal = BernsteinCalibrator().fit(t, y)
+    return lambda s: _logit(cal.predict_proba(s)[:, 1])
+
+
+def _logit(p):
+    p = np.clip(p, EPS, 1 - EPS)
+    return np.log(p) - np.log1p(-p)
+
+
+class NestedBinary:
+    """Every variant's test log-odds from one set of cross-validated fits (see module doc)."""
+
+    def fit_predict(self, s_cal, y_cal, s_test, n_folds=5, conv=_identity):
+        """``s``: the score the default reads; ``conv(s)``: its log-odds, the maps' input."""
+        y = y_cal.astype(np.float64)
+        folds = fold_of(0, s_cal.shape[0], n_folds)
+        oof = {f: _oof(_param(f, conv), s_cal, y, folds) for f in FAMILIES}
+        cv = {f: row_loss(y, oof[f]).mean() for f in FAMILIES}
+        fam = min(FAMILIES, key=cv.get)
+        out = {f"param:{f}": _param(f, conv)(s_cal, y)(s_test) for f in FAMILIES}
+        out["param-cv"] = out[f"param:{fam}"]
+        alt = {
+            "corr": (_bern_on(fam, conv), lambda: _bern_on(fam, conv)(s_cal, y)(s_test)),
+            "default": (_default, lambda: _default(s_cal, y)(s_test)),
+        }
+        info = {"family": fam}
+        for name, (make, final) in alt.items():
+            d = row_loss(y, _oof(make, s_cal, y, folds)) - row_loss(y, oof[fam])
+            z = -d.mean() / (d.std(ddof=1) / np.sqrt(d.shape[0]) + 1e-300)
+            eta_alt = final()
+            info[f"z_{name}"] = z
+            for k in (0, 1, 2):
+                out[f"nest-{name}-{k}se"] = eta_alt if z > k else out["param-cv"]
+        return {k: expit(v) for k, v in out.items()}, info
+
+
+def _pm_fit(name, P, y):
+    from probmetrics.calibrators import MatrixScalingCalibrator, get_calibrator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name == "matrix":
+            return MatrixScalingCalibrator().fit(P, y)
+        return get_calibrator("sms", sms_print_init_info=False).fit(P, y)
+
+
+def _log(p):
+    return np.log(np.clip(p, 1e-300, None))
+
+
+class NestedMulticlass:
+    """A scaling base on ``predict_proba``, then temperature or per-class Bernstein maps.
+
+    ``base="sms"``: probmetrics' SMS. ``"cv"``/``"cv2se"``: SMS or (unregularised) matrix
+    scaling, by 5-fold CV log loss on the calibration rows (the default's folds): the
+    one of lower mean loss, or matrix scaling only when lower by more than two standard
+    errors of the row-wise differences. On top, ``TemperatureBernsteinCalibrator`` on the
+    base's log-probabilities (its own rule: the identity, a temperature, or the per-class
+    Bernstein maps when they lower the 5-fold loss by more than two standard errors).
+    """
+
+    def __init__(self, base="sms"):
+        self.base = base
+
+    def fit(self, P, y):
+        name = "sms"
+        if self.base != "sms":
+            folds = fold_of(0, P.shape[0], 5)
+            loss = {}
+            for b in ("sms", "matrix"):
+                held = np.empty(P.shape[0])
+                for k in range(5):
+                    tr, te = folds != k, folds == k
+                    q = _pm_fit(b, P[tr], y[tr]).predict_proba(P[te])
+                    held[te] = -_log(q[np.arange(q.shape[0]), y[te]])
+                loss[b] = held
+            d = loss["matrix"] - loss["sms"]
+            z = -d.mean() / (d.std(ddof=1) / np.sqrt(d.shape[0]) + 1e-300)
+            self.z_matrix_ = z
+            name = "matrix" if z > (2.0 if self.base == "cv2se" else 0.0) else "sms"
+        self.base_name_ = name
+        self.base_ = _pm_fit(name, P, y)
+        self.top_ = TemperatureBernsteinCalibrator(input="logits").fit(
+            _log(self.base_.predict_proba(P)), y
+        )
+        return self
+
+    def predict_proba(self, P):
+        return self.top_.predict_proba(_log(self.base_.predict_proba(P)))
