@@ -9,7 +9,13 @@ from .histogram import HistogramCalibrator, PlattHistogramCalibrator
 from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
-from .temperature import TemperatureCalibrator
+from .temperature import (
+    MatrixScalingCalibrator,
+    StructuredMatrixScalingCalibrator,
+    StructuredVectorScalingCalibrator,
+    TemperatureCalibrator,
+    VectorScalingCalibrator,
+)
 from .temperature_bernstein import TemperatureBernsteinCalibrator
 
 __all__ = [
@@ -18,11 +24,15 @@ __all__ = [
     "FusionClassifier",
     "HistogramCalibrator",
     "IsotonicCalibrator",
+    "MatrixScalingCalibrator",
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
     "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",
+    "VectorScalingCalibrator",
     "attach",
     "check_parity",
     "metrics",

@@ -1,0 +1,178 @@
+"""The fit of an affine map of logits under a softmax: vector and matrix scaling.
+
+``softmax(t * v + b)`` (vector scaling) or ``softmax(t @ W.T + b)`` (matrix scaling) on
+given logits ``t`` (n, K), by weighted log loss plus a ridge penalty on the departure
+from the identity, ``v - 1`` or ``W - I``, and on ``b``: a multinomial logistic
+regression whose features are the logits themselves, with an offset. The objective is
+convex (strictly, when every parameter is penalised); it is minimised by a trust-region
+Newton method with conjugate-gradient steps (Steihaug), which needs the gradient and
+Hessian-vector products only: each costs one pass over the ``n x K`` rows, never a
+``K(K+1) x K(K+1)`` Hessian.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import logsumexp, softmax
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["Penalty", "fit_affine_softmax"]
+
+#: Most trust-region Newton iterations; each is a handful of passes over the rows.
+MAX_ITER = 200
+#: The fit stops when the gradient's norm, per unit of total weight and of the largest
+#: |logit|, is below this: near the rounding of the sums that make it.
+GTOL = 1e-10
+#: Largest ``n * P^2`` (rows times squared parameter count) for which the full Hessian
+#: is formed; above it, conjugate-gradient steps on Hessian-vector products.
+HESSIAN_BUDGET = 4e8
+
+
+@dataclass(frozen=True)
+class Penalty:
+    """Ridge strengths on the total-weight scale: the objective adds
+    ``intercept * |b|^2 + diagonal * |diag(W - I)|^2 + off_diagonal * |offdiag(W)|^2``
+    to the weighted *sum* of the row log losses (all 0: maximum likelihood)."""
+
+    intercept: float = 0.0
+    diagonal: float = 0.0
+    off_diagonal: float = 0.0
+
+
+def _unpack(theta: np.ndarray, k: int, matrix: bool):
+    if matrix:
+        return theta[: k * k].reshape(k, k), theta[k * k :]
+    return theta[:k], theta[k:]
+
+
+def _logits(t: np.ndarray, delta: np.ndarray, b: np.ndarray, matrix: bool) -> np.ndarray:
+    return t + (t @ delta.T if matrix else t * delta) + b
+
+
+def _weights(k: int, matrix: bool, penalty: Penalty) -> np.ndarray:
+    """Each parameter's ridge strength, in the order of ``theta``."""
+    if matrix:
+        square = np.full((k, k), penalty.off_diagonal)
+        np.fill_diagonal(square, penalty.diagonal)
+        return np.r_[square.ravel(), np.full(k, penalty.intercept)]
+    return np.r_[np.full(k, penalty.diagonal), np.full(k, penalty.intercept)]
+
+
+def _hessian(t: np.ndarray, p: np.ndarray, w: np.ndarray, matrix: bool) -> np.ndarray:
+    """The log loss's Hessian in the order of ``theta``: ``sum_i w_i (diag(p_i) - p_i
+    p_i^T)`` between the classes, times the products of each class's features."""
+    n, k = t.shape
+    if matrix:
+        # features x_i = [t_i, 1], shared by every class; parameters [W - I | b] by row
+        x = np.column_stack([t, np.ones(n)])
+        outer = (p[:, :, None] * x[:, None, :]).reshape(n, -1)  # p_ij x_il
+        h = -(outer.T @ (w[:, None] * outer))
+        for j in range(k):
+            block = slice(j * (k + 1), (j + 1) * (k + 1))
+            h[block, block] += x.T @ ((w * p[:, j])[:, None] * x)
+        # to theta's order: every row's K coefficients first, then the K intercepts
+        rows = np.arange(k) * (k + 1)
+        order = np.r_[(rows[:, None] + np.arange(k)).ravel(), rows + k]
+        return h[np.ix_(order, order)]
+    # vector scaling: class j's features are [t_ij, 1]
+    m = -np.einsum("i,ij,ik->ijk", w, p, p)
+    m[:, np.arange(k), np.arange(k)] += w[:, None] * p
+    h_vv = np.einsum("ijk,ij,ik->jk", m, t, t)
+    h_vb = np.einsum("ijk,ij->jk", m, t)
+    h_bb = m.sum(axis=0)
+    return np.block([[h_vv, h_vb], [h_vb.T, h_bb]])
+
+
+def fit_affine_softmax(
+    t: np.ndarray,
+    target: np.ndarray,
+    w: np.ndarray,
+    *,
+    matrix: bool,
+    penalty: Penalty,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(coef, intercept)`` minimising the penalised weighted log loss of
+    ``softmax(t @ coef.T + intercept)`` (``matrix``: coef (K, K)) or of
+    ``softmax(t * coef + intercept)`` (coef (K,)), started at the identity.
+
+    The objective, with ``a_i`` row ``i``'s logits and ``mu`` the strengths of
+    ``penalty``::
+
+        F = sum_i w_i (logsumexp(a_i) - a_{i, y_i}) + sum_j mu_j theta_j^2,
+
+    ``theta`` being ``coef - identity`` and ``intercept``. Without a penalty, adding a
+    constant to every intercept (or a vector to every row of ``coef``) leaves the
+    probabilities unchanged; the steps, like the gradient, are orthogonal to those
+    directions, so the fit ends at the smallest such ``theta``. On separable logits the
+    unpenalised loss has no minimum: the fit stops where the gradient is below
+    :data:`GTOL` (a ConvergenceWarning if it runs out of iterations first).
+    """
+    n, k = t.shape
+    y = np.zeros((n, k))
+    y[np.arange(n), target] = 1.0
+    mu = _weights(k, matrix, penalty)
+    scale = float(w.sum()) * max(1.0, float(np.max(np.abs(t), initial=0.0)))
+    cache = {}
+
+    def state(theta):
+        key = theta.tobytes()
+        if key not in cache:
+            cache.clear()
+            a = _logits(t, *_unpack(theta, k, matrix), matrix)
+            cache[key] = (a, softmax(a, axis=1))
+        return cache[key]
+
+    def back(g_a: np.ndarray) -> np.ndarray:
+        """The parameters' gradient from the logits' (n, K)."""
+        g_delta = g_a.T @ t if matrix else np.sum(g_a * t, axis=0)
+        return np.r_[g_delta.ravel(), g_a.sum(axis=0)]
+
+    def fun(theta):
+        a, p = state(theta)
+        loss = float(w @ (logsumexp(a, axis=1) - a[np.arange(n), target]))
+        grad = back(w[:, None] * (p - y)) + 2.0 * mu * theta
+        return loss + float(mu @ theta**2), grad
+
+    def hessp(theta, direction):
+        _, p = state(theta)
+        d_delta, d_b = _unpack(direction, k, matrix)
+        da = (t @ d_delta.T if matrix else t * d_delta) + d_b
+        pda = p * da
+        g_a = w[:, None] * (pda - p * pda.sum(axis=1, keepdims=True))
+        return back(g_a) + 2.0 * mu * direction
+
+    def hess(theta):
+        _, p = state(theta)
+        return _hessian(t, p, w, matrix) + np.diag(2.0 * mu)
+
+    theta0 = np.zeros(k * k + k if matrix else 2 * k)
+    # the full Hessian costs n P^2 (P parameters) against about 4 n P for a product
+    # with it; below the budget, exact trust-region steps need far fewer passes
+    small = n * theta0.size**2 <= HESSIAN_BUDGET
+    with warnings.catch_warnings():
+        # trust-ncg says "A bad approximation caused failure to predict improvement"
+        # once the objective's changes reach its rounding; the gradient decides below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = minimize(
+            fun,
+            theta0,
+            jac=True,
+            **({"hess": hess, "method": "trust-exact"} if small else {}),
+            **({} if small else {"hessp": hessp, "method": "trust-ncg"}),
+            options={"gtol": GTOL * scale, "maxiter": MAX_ITER},
+        )
+    if res.nit >= MAX_ITER:
+        warnings.warn(
+            f"the {'matrix' if matrix else 'vector'} scaling fit stopped after {MAX_ITER} "
+            f"trust-region iterations with gradient norm {np.linalg.norm(res.jac):.3g}; "
+            "the logits may separate the classes (add a penalty)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    delta, b = _unpack(res.x, k, matrix)
+    coef = delta + (np.eye(k) if matrix else 1.0)
+    return coef, b.copy()
