@@ -282,6 +282,13 @@ def class_logits(est, arr: np.ndarray) -> np.ndarray:
     return np.maximum(logsig, np.log(est.eps))
 
 
+def log_proba(z: np.ndarray) -> np.ndarray:
+    """``z - logsumexp(z)`` by row, as ``max + log(sum(exp(z - max)))`` (the graph's ops):
+    the log-probabilities of the logits, which vector and matrix scaling read."""
+    top = z.max(axis=1, keepdims=True)
+    return z - (top + np.log(np.sum(np.exp(z - top), axis=1, keepdims=True)))
+
+
 def mixed_log_proba(z: np.ndarray, beta: float, mix: float) -> np.ndarray:
     """``log((1 - mix) * softmax(beta * z) + mix / K)``: temperature scaling, then a
     mixture with the uniform distribution that bounds every log-probability below."""
@@ -329,6 +336,8 @@ class _AffineScaling(ClassifierMixin, BaseEstimator):
             self.inverse_temperature_ = _fit_inverse_temperature(z, target, w)
             self.mixture_ = 1.0 / (float(w.sum()) + 1.0)
             z = mixed_log_proba(z, self.inverse_temperature_, self.mixture_)
+        else:
+            z = log_proba(z)
         self.coef_, self.intercept_ = fit_affine_softmax(
             z, target, w, matrix=self._matrix, penalty=self._penalty(z.shape[1])
         )
@@ -339,6 +348,8 @@ class _AffineScaling(ClassifierMixin, BaseEstimator):
         t = class_logits(self, check_predict_scores(self, X))
         if self._structured:
             t = mixed_log_proba(t, self.inverse_temperature_, self.mixture_)
+        else:
+            t = log_proba(t)
         scaled = t @ self.coef_.T if self._matrix else t * self.coef_
         return scaled + self.intercept_
 
@@ -385,7 +396,13 @@ class VectorScalingCalibrator(_AffineScaling):
     With ``z`` the (n, K) logits of the scores (see ``input``), ``predict_proba``
     evaluates in float64 what the ONNX converter emits::
 
-        a = z * v + b;   p = softmax(a)   (row max subtracted)
+        t = z - (m + log(sum_k exp(z_k - m))),  m = max_k z_k    (log-probabilities)
+        a = t * v + b;   p = softmax(a)   (row max subtracted)
+
+    The map reads log-probabilities, as probmetrics does (``log`` of
+    ``predict_proba``): unlike temperature scaling, vector scaling is not invariant to
+    adding a constant to a row of logits, so logits and log-probabilities of the same
+    model give the same fit only this way.
 
     The fit is maximum likelihood, unpenalised, as Guo et al. define it (and
     probmetrics' ``VectorScalingCalibrator``): the weighted log loss
@@ -445,7 +462,11 @@ class MatrixScalingCalibrator(_AffineScaling):
     With ``z`` the (n, K) logits of the scores (see ``input``), ``predict_proba``
     evaluates in float64 what the ONNX converter emits::
 
-        a = z @ W.T + b;   p = softmax(a)   (row max subtracted)
+        t = z - (m + log(sum_k exp(z_k - m))),  m = max_k z_k    (log-probabilities)
+        a = t @ W.T + b;   p = softmax(a)   (row max subtracted)
+
+    The map reads log-probabilities, as probmetrics does (see
+    :class:`VectorScalingCalibrator`).
 
     The fit is maximum likelihood, unpenalised, as Guo et al. define it (and
     probmetrics' ``MatrixScalingCalibrator``): the weighted log loss, convex in

@@ -11,7 +11,8 @@ binary one::
 Vector and matrix scaling, and their structured forms (SVS, SMS)::
 
     z = the (N, K) logits of the scores (``temperature_bernstein``'s, [0, s] for one column)
-    structured:  t = Log(Add(Mul(Softmax(Mul(z, beta)), 1 - c), c / K))   else t = z
+    structured:  t = Log(Add(Mul(Softmax(Mul(z, beta)), 1 - c), c / K))
+    else:        t = Sub(z, Add(m, Log(ReduceSum(Exp(Sub(z, m)))))), m = ReduceMax(z)
     a = Add(Mul(t, v), b)  |  Add(MatMul(t, W^T), b);   p = Softmax(a, axis=1)
     one column, pair=False: column 1 of p
 """
@@ -62,6 +63,10 @@ def emit_affine_scaling(
         kept = g.node("Mul", [q, g.const("kept", 1.0 - cal.mixture_)])
         mixed = g.node("Add", [kept, g.const("uniform", cal.mixture_ / k)], "mixed")
         t = g.node("Log", [mixed], "log_mixed")
+    else:
+        top = g.reduce("ReduceMax", t)
+        total = g.reduce("ReduceSum", g.node("Exp", [g.node("Sub", [t, top])]))
+        t = g.node("Sub", [t, g.node("Add", [top, g.node("Log", [total])])], "log_proba")
     coef = np.asarray(cal.coef_, dtype=np.float64)
     if coef.ndim == 2:
         scaled = g.node("MatMul", [t, g.const("coef_t", np.ascontiguousarray(coef.T))])
