@@ -5,9 +5,9 @@ given logits ``t`` (n, K), by weighted log loss plus a ridge penalty on the depa
 from the identity, ``v - 1`` or ``W - I``, and on ``b``: a multinomial logistic
 regression whose features are the logits themselves, with an offset. The objective is
 convex (strictly, when every parameter is penalised); it is minimised by a trust-region
-Newton method with conjugate-gradient steps (Steihaug), which needs the gradient and
-Hessian-vector products only: each costs one pass over the ``n x K`` rows, never a
-``K(K+1) x K(K+1)`` Hessian.
+Newton method: exact steps on the full Hessian when it is cheap (``n P^2`` below
+:data:`HESSIAN_BUDGET`, ``P`` parameters), else conjugate-gradient steps (Steihaug) on
+Hessian-vector products, each one pass over the ``n x K`` rows.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import logsumexp, softmax
 from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["Penalty", "fit_affine_softmax"]
@@ -49,17 +48,24 @@ def _unpack(theta: np.ndarray, k: int, matrix: bool):
     return theta[:k], theta[k:]
 
 
-def _logits(t: np.ndarray, delta: np.ndarray, b: np.ndarray, matrix: bool) -> np.ndarray:
-    return t + (t @ delta.T if matrix else t * delta) + b
-
-
-def _weights(k: int, matrix: bool, penalty: Penalty) -> np.ndarray:
-    """Each parameter's ridge strength, in the order of ``theta``."""
+def _penalty_matrix(k: int, matrix: bool, penalty: Penalty, centre: np.ndarray) -> np.ndarray:
+    """``M`` with the penalty ``theta' M theta'`` in the centred parameters ``theta' =
+    (W - I, b')``, ``b' = b + (W - I) m``: the ridge on ``W - I`` and on ``b = b' - (W -
+    I) m``, whose map ``J`` (K x P) is written out."""
+    size = k * k + k if matrix else 2 * k
     if matrix:
         square = np.full((k, k), penalty.off_diagonal)
         np.fill_diagonal(square, penalty.diagonal)
-        return np.r_[square.ravel(), np.full(k, penalty.intercept)]
-    return np.r_[np.full(k, penalty.diagonal), np.full(k, penalty.intercept)]
+        diagonal = np.r_[square.ravel(), np.zeros(k)]
+        jac = np.zeros((k, size))
+        for j in range(k):
+            jac[j, j * k : (j + 1) * k] = -centre
+    else:
+        diagonal = np.r_[np.full(k, penalty.diagonal), np.zeros(k)]
+        jac = np.zeros((k, size))
+        jac[np.arange(k), np.arange(k)] = -centre
+    jac[np.arange(k), size - k + np.arange(k)] = 1.0
+    return np.diag(diagonal) + penalty.intercept * (jac.T @ jac)
 
 
 def _hessian(t: np.ndarray, p: np.ndarray, w: np.ndarray, matrix: bool) -> np.ndarray:
@@ -104,50 +110,62 @@ def fit_affine_softmax(
 
         F = sum_i w_i (logsumexp(a_i) - a_{i, y_i}) + sum_j mu_j theta_j^2,
 
-    ``theta`` being ``coef - identity`` and ``intercept``. Without a penalty, adding a
-    constant to every intercept (or a vector to every row of ``coef``) leaves the
-    probabilities unchanged; the steps, like the gradient, are orthogonal to those
-    directions, so the fit ends at the smallest such ``theta``. On separable logits the
+    ``theta`` being ``coef - identity`` and ``intercept``; the solver works on centred
+    logits ``t - m`` (``m`` their weighted column means; the intercept ``b + (W - I) m``),
+    the same objective better conditioned. Without a penalty, adding a constant to every
+    intercept (or a vector to every row of ``coef``) leaves the probabilities unchanged;
+    the steps, like the gradient, are orthogonal to those directions, so the fit ends at
+    one of those equal solutions. On separable logits the
     unpenalised loss has no minimum: the fit stops where the gradient is below
     :data:`GTOL` (a ConvergenceWarning if it runs out of iterations first).
     """
     n, k = t.shape
     y = np.zeros((n, k))
     y[np.arange(n), target] = 1.0
-    mu = _weights(k, matrix, penalty)
     scale = float(w.sum()) * max(1.0, float(np.max(np.abs(t), initial=0.0)))
+    # centred features: the intercepts no longer move with the slopes, so the Newton
+    # systems are far better conditioned (fewer conjugate-gradient steps)
+    centre = (w @ t) / w.sum()
+    tc = t - centre
+    pen = _penalty_matrix(k, matrix, penalty, centre)
+    rows = np.arange(n)
     cache = {}
+
+    def linear(theta_or_direction):
+        d_delta, d_b = _unpack(theta_or_direction, k, matrix)
+        return (tc @ d_delta.T if matrix else tc * d_delta) + d_b
 
     def state(theta):
         key = theta.tobytes()
         if key not in cache:
             cache.clear()
-            a = _logits(t, *_unpack(theta, k, matrix), matrix)
-            cache[key] = (a, softmax(a, axis=1))
+            a = t + linear(theta)
+            top = a.max(axis=1, keepdims=True)
+            e = np.exp(a - top)
+            total = e.sum(axis=1, keepdims=True)
+            cache[key] = (a, e / total, top[:, 0] + np.log(total[:, 0]))
         return cache[key]
 
     def back(g_a: np.ndarray) -> np.ndarray:
         """The parameters' gradient from the logits' (n, K)."""
-        g_delta = g_a.T @ t if matrix else np.sum(g_a * t, axis=0)
+        g_delta = g_a.T @ tc if matrix else np.sum(g_a * tc, axis=0)
         return np.r_[g_delta.ravel(), g_a.sum(axis=0)]
 
     def fun(theta):
-        a, p = state(theta)
-        loss = float(w @ (logsumexp(a, axis=1) - a[np.arange(n), target]))
-        grad = back(w[:, None] * (p - y)) + 2.0 * mu * theta
-        return loss + float(mu @ theta**2), grad
+        a, p, lse = state(theta)
+        loss = float(w @ (lse - a[rows, target]))
+        grad = back(w[:, None] * (p - y)) + 2.0 * (pen @ theta)
+        return loss + float(theta @ pen @ theta), grad
 
     def hessp(theta, direction):
-        _, p = state(theta)
-        d_delta, d_b = _unpack(direction, k, matrix)
-        da = (t @ d_delta.T if matrix else t * d_delta) + d_b
-        pda = p * da
+        _, p, _ = state(theta)
+        pda = p * linear(direction)
         g_a = w[:, None] * (pda - p * pda.sum(axis=1, keepdims=True))
-        return back(g_a) + 2.0 * mu * direction
+        return back(g_a) + 2.0 * (pen @ direction)
 
     def hess(theta):
-        _, p = state(theta)
-        return _hessian(t, p, w, matrix) + np.diag(2.0 * mu)
+        _, p, _ = state(theta)
+        return _hessian(tc, p, w, matrix) + 2.0 * pen
 
     theta0 = np.zeros(k * k + k if matrix else 2 * k)
     # the full Hessian costs n P^2 (P parameters) against about 4 n P for a product
@@ -174,5 +192,5 @@ def fit_affine_softmax(
             stacklevel=3,
         )
     delta, b = _unpack(res.x, k, matrix)
-    coef = delta + (np.eye(k) if matrix else 1.0)
-    return coef, b.copy()
+    b = b - (delta @ centre if matrix else delta * centre)
+    return delta + (np.eye(k) if matrix else 1.0), b
