@@ -408,7 +408,7 @@ class VectorScalingCalibrator(_AffineScaling):
     probmetrics' ``VectorScalingCalibrator``): the weighted log loss
     :math:`\sum_i w_i (\log \sum_k e^{a_{ik}} - a_{i y_i})`, convex in ``(v, b)``,
     minimised by a trust-region Newton method from ``v = 1, b = 0`` to a relative
-    gradient of 1e-10. ``b`` is defined up to a constant (the probabilities are
+    gradient of 1e-8. ``b`` is defined up to a constant (the probabilities are
     not). On separable logits the likelihood has no maximum and the fit stops
     at a small gradient; :class:`StructuredVectorScalingCalibrator` is the
     regularised form.
@@ -472,7 +472,7 @@ class MatrixScalingCalibrator(_AffineScaling):
     probmetrics' ``MatrixScalingCalibrator``): the weighted log loss, convex in
     ``(W, b)``, minimised by a trust-region Newton method (exact steps, or
     conjugate-gradient steps on Hessian-vector products when the ``K (K + 1)``-square
-    Hessian would cost too much) from ``W = I, b = 0`` to a relative gradient of 1e-10.
+    Hessian would cost too much) from ``W = I, b = 0`` to a relative gradient of 1e-8.
     ``[W, b]`` is defined up to a vector added to every row (the probabilities are
     not). ``K (K + 1)`` parameters overfit small calibration sets, and on separable
     logits the likelihood has no maximum;
@@ -552,7 +552,7 @@ class StructuredVectorScalingCalibrator(_AffineScaling):
         + K \lambda_b \lVert b \rVert^2 + K \lambda_d \lVert v - 1 \rVert^2,
 
     strictly convex, minimised by a trust-region Newton method to a relative gradient
-    of 1e-10, where probmetrics' BFGS stops at a mean-loss gradient of 1e-5: the same
+    of 1e-8, where probmetrics' BFGS stops at a mean-loss gradient of 1e-5: the same
     optimum, to more digits.
 
     References
@@ -646,7 +646,7 @@ class StructuredMatrixScalingCalibrator(_AffineScaling):
         + K (K - 1) \lambda_o \lVert \mathrm{offdiag}(W) \rVert^2,
 
     strictly convex, minimised by a trust-region Newton method (conjugate-gradient
-    steps on Hessian-vector products) to a relative gradient of 1e-10.
+    steps on Hessian-vector products) to a relative gradient of 1e-8.
 
     References
     ----------

@@ -42,6 +42,10 @@ SCALINGS = [
     StructuredMatrixScalingCalibrator(),
 ]
 IDS = ["vector", "matrix", "svs", "sms"]
+#: Two fits of one objective (weights and repetitions, shuffled rows, logits and their
+#: probabilities, warm and cold starts) agree to the solver's stopping rule (a relative
+#: gradient of 1e-8), not to rounding: probabilities within this
+FIT_TOL = 1e-6
 
 
 def _logits(n=3000, k=4, seed=0):
@@ -121,11 +125,11 @@ def test_weights_equal_repetition_and_row_order(cal):
     counts = np.random.default_rng(3).integers(0, 4, len(y))
     weighted = clone(cal).fit(z, y, sample_weight=counts)
     repeated = clone(cal).fit(np.repeat(z, counts, axis=0), np.repeat(y, counts))
-    np.testing.assert_allclose(weighted.predict_proba(z), repeated.predict_proba(z), atol=1e-7)
+    np.testing.assert_allclose(weighted.predict_proba(z), repeated.predict_proba(z), atol=FIT_TOL)
     order = np.random.default_rng(4).permutation(len(y))
     shuffled = clone(cal).fit(z[order], y[order])
     np.testing.assert_allclose(
-        clone(cal).fit(z, y).predict_proba(z), shuffled.predict_proba(z), atol=1e-7
+        clone(cal).fit(z, y).predict_proba(z), shuffled.predict_proba(z), atol=FIT_TOL
     )
 
 
@@ -136,14 +140,14 @@ def test_labels_dtype_one_column_and_inputs(cal):
     named = clone(cal).fit(z[:, [1, 2, 0]], labels)
     plain = clone(cal).fit(z, y)
     np.testing.assert_allclose(
-        named.predict_proba(z[:, [1, 2, 0]]), plain.predict_proba(z)[:, [1, 2, 0]], atol=1e-7
+        named.predict_proba(z[:, [1, 2, 0]]), plain.predict_proba(z)[:, [1, 2, 0]], atol=FIT_TOL
     )
     assert list(named.classes_) == ["a", "b", "c"]
     assert plain.predict_proba(z.astype(np.float32)).dtype == np.float32
     # probabilities in: their logarithms are the logits
     p = softmax(z, axis=1)
     on_p = clone(cal).set_params(input="proba").fit(p, y)
-    np.testing.assert_allclose(on_p.predict_proba(p), plain.predict_proba(z), atol=1e-7)
+    np.testing.assert_allclose(on_p.predict_proba(p), plain.predict_proba(z), atol=FIT_TOL)
     # one column of log-odds is the two columns [0, s]
     s = z[:, 1] - z[:, 0]
     two = y[:1000] % 2
@@ -297,3 +301,19 @@ def test_digits_cross_fitted_ensemble_exports_as_one_graph(cal):
     assert len(clf.calibrated_classifiers_) == 3
     onx = to_onnx(clf, X[:5], dtype=np.float64)
     assert_parity(clf, onx, X[1200:], tol=1e-9)
+
+
+@pytest.mark.parametrize("cal", [MatrixScalingCalibrator(), StructuredMatrixScalingCalibrator()])
+def test_warm_start_on_many_rows_reaches_the_same_fit(cal, monkeypatch):
+    """Above WARM_ROWS rows the fit starts from the fit on a regular subsample: the
+    optimum is the one reached from the identity."""
+    from bernonnx._core import affine_softmax
+
+    z, y = _logits(n=6000, k=3)
+    monkeypatch.setattr(affine_softmax, "WARM_ROWS", 2000)
+    warm = clone(cal).fit(z, y)
+    monkeypatch.setattr(affine_softmax, "WARM_ROWS", 10**9)
+    cold = clone(cal).fit(z, y)
+    np.testing.assert_allclose(warm.predict_proba(z), cold.predict_proba(z), atol=FIT_TOL)
+    w = np.ones(len(y))
+    assert _objective(warm, z, y, w) == pytest.approx(_objective(cold, z, y, w), rel=1e-12)
