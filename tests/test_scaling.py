@@ -317,3 +317,31 @@ def test_warm_start_on_many_rows_reaches_the_same_fit(cal, monkeypatch):
     np.testing.assert_allclose(warm.predict_proba(z), cold.predict_proba(z), atol=FIT_TOL)
     w = np.ones(len(y))
     assert _objective(warm, z, y, w) == pytest.approx(_objective(cold, z, y, w), rel=1e-12)
+
+
+@pytest.mark.parametrize("matrix", [True, False])
+def test_hessian_is_the_gradient_derivative(matrix):
+    """The full Hessian of the exact-step path against central differences of the
+    log loss's gradient, at a random point."""
+    from bernonnx._core.affine_softmax import _hessian, _unpack
+
+    rng = np.random.default_rng(1)
+    n, k = 60, 4
+    t, w, y = rng.normal(size=(n, k)), rng.uniform(0.5, 2.0, n), rng.integers(0, k, n)
+    size = k * k + k if matrix else 2 * k
+
+    def gradient(theta):
+        delta, b = _unpack(theta, k, matrix)
+        p = softmax(t + (t @ delta.T if matrix else t * delta) + b, axis=1)
+        g_a = w[:, None] * (p - np.eye(k)[y])
+        g_delta = g_a.T @ t if matrix else (g_a * t).sum(axis=0)
+        return np.r_[g_delta.ravel(), g_a.sum(axis=0)], p
+
+    theta = 0.1 * rng.normal(size=size)
+    numeric = np.array(
+        [
+            (gradient(theta + 1e-6 * e)[0] - gradient(theta - 1e-6 * e)[0]) / 2e-6
+            for e in np.eye(size)
+        ]
+    )
+    np.testing.assert_allclose(_hessian(t, gradient(theta)[1], w, matrix), numeric, atol=1e-7)

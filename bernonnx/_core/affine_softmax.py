@@ -87,12 +87,13 @@ def _hessian(t: np.ndarray, p: np.ndarray, w: np.ndarray, matrix: bool) -> np.nd
         rows = np.arange(k) * (k + 1)
         order = np.r_[(rows[:, None] + np.arange(k)).ravel(), rows + k]
         return h[np.ix_(order, order)]
-    # vector scaling: class j's features are [t_ij, 1]
-    m = -np.einsum("i,ij,ik->ijk", w, p, p)
-    m[:, np.arange(k), np.arange(k)] += w[:, None] * p
-    h_vv = np.einsum("ijk,ij,ik->jk", m, t, t)
-    h_vb = np.einsum("ijk,ij->jk", m, t)
-    h_bb = m.sum(axis=0)
+    # vector scaling: class j's features are [t_ij, 1]; sum_i w_i (diag(p_i) - p_i
+    # p_i^T) entrywise times the features, as matrix products (no n x K x K array)
+    wp = w[:, None] * p
+    u = p * t
+    h_vv = np.diag(np.sum(wp * t * t, axis=0)) - u.T @ (w[:, None] * u)
+    h_vb = np.diag(np.sum(wp * t, axis=0)) - u.T @ wp
+    h_bb = np.diag(wp.sum(axis=0)) - p.T @ wp
     return np.block([[h_vv, h_vb], [h_vb.T, h_bb]])
 
 
