@@ -10,7 +10,13 @@ from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
 from .shift import PriorShiftAdapter
-from .temperature import TemperatureCalibrator
+from .temperature import (
+    MatrixScalingCalibrator,
+    StructuredMatrixScalingCalibrator,
+    StructuredVectorScalingCalibrator,
+    TemperatureCalibrator,
+    VectorScalingCalibrator,
+)
 from .temperature_bernstein import TemperatureBernsteinCalibrator
 
 __all__ = [
@@ -19,12 +25,16 @@ __all__ = [
     "FusionClassifier",
     "HistogramCalibrator",
     "IsotonicCalibrator",
+    "MatrixScalingCalibrator",
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
     "PriorShiftAdapter",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
     "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",
+    "VectorScalingCalibrator",
     "attach",
     "check_parity",
     "metrics",

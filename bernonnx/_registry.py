@@ -192,6 +192,56 @@ CALIBRATORS: tuple[Entry, ...] = (
         multiclass=True,
     ),
     Entry(
+        "bernonnx.temperature:VectorScalingCalibrator",
+        "bernonnx.converters.temperature:emit_affine_scaling",
+        (
+            Variant(
+                "vector-scaling",
+                "VectorScalingCalibrator(): softmax(v * z + b) on logits, maximum "
+                "likelihood (Guo et al. 2017)",
+            ),
+        ),
+        multiclass=True,
+    ),
+    Entry(
+        "bernonnx.temperature:MatrixScalingCalibrator",
+        "bernonnx.converters.temperature:emit_affine_scaling",
+        (
+            Variant(
+                "matrix-scaling",
+                "MatrixScalingCalibrator(): softmax(W z + b) on logits, maximum likelihood "
+                "(Guo et al. 2017)",
+            ),
+        ),
+        multiclass=True,
+    ),
+    Entry(
+        "bernonnx.temperature:StructuredVectorScalingCalibrator",
+        "bernonnx.converters.temperature:emit_affine_scaling",
+        (
+            Variant(
+                "svs",
+                "StructuredVectorScalingCalibrator(): temperature, then ridge-regularised "
+                "vector scaling (SVS, Berta et al. 2025)",
+                aliases=("structured-vector-scaling",),
+            ),
+        ),
+        multiclass=True,
+    ),
+    Entry(
+        "bernonnx.temperature:StructuredMatrixScalingCalibrator",
+        "bernonnx.converters.temperature:emit_affine_scaling",
+        (
+            Variant(
+                "sms",
+                "StructuredMatrixScalingCalibrator(): temperature, then ridge-regularised "
+                "matrix scaling (SMS, Berta et al. 2025)",
+                aliases=("structured-matrix-scaling",),
+            ),
+        ),
+        multiclass=True,
+    ),
+    Entry(
         "bernonnx.temperature_bernstein:TemperatureBernsteinCalibrator",
         "bernonnx.converters.temperature_bernstein:emit_temperature_bernstein",
         (

@@ -1,11 +1,15 @@
-"""Temperature scaling (Guo et al. 2017): one parameter on a network's logits.
+"""Temperature, vector and matrix scaling (Guo et al. 2017), and their structured forms.
 
-The multiclass calibrator deep-learning users reach for first. Unlike the
-one-score calibrators it reads all ``K`` score columns at once (a *joint*
-calibrator, ``multiclass=True`` in ``bernonnx._registry``) and returns ``K``
-probabilities; with one column it is binary and reads the log-odds of
-``classes_[1]``. Its ONNX converter (``converters/temperature.py``) emits the
-formula ``predict_proba`` evaluates (see the Notes).
+Multiclass calibrators of a model's logits: ``softmax`` of an affine map of them, from
+one parameter (temperature) through one factor and bias per class (vector scaling) to a
+full matrix (matrix scaling); the structured forms (Berta et al. 2025: SVS, SMS) run
+temperature scaling first and keep the map near the identity with a ridge penalty.
+Unlike the one-score calibrators they read all ``K`` score columns at once (*joint*
+calibrators, ``multiclass=True`` in ``bernonnx._registry``) and return ``K``
+probabilities; with one column they are binary and read the log-odds of
+``classes_[1]``. Their ONNX converter (``converters/temperature.py``) emits the
+formula ``predict_proba`` evaluates (see each class's Notes); the fit of the affine maps
+is ``_core/affine_softmax.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._core.affine_softmax import Penalty, fit_affine_softmax
 from ._core.transforms import clipped_log_odds
 from ._validation import (
     Interval,
@@ -32,7 +37,13 @@ from ._validation import (
     check_weights,
 )
 
-__all__ = ["TemperatureCalibrator"]
+__all__ = [
+    "MatrixScalingCalibrator",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
+    "TemperatureCalibrator",
+    "VectorScalingCalibrator",
+]
 
 #: Largest |inverse temperature * logit| the fit lets grow: beyond it softmax
 #: is a hard argmax in float64 and separable scores would push it to infinity.
@@ -256,3 +267,430 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
         """Class with the highest calibrated probability."""
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def class_logits(est, arr: np.ndarray) -> np.ndarray:
+    """The float64 (n, K) logits of the score columns (``[0, z]`` for one column), for
+    ``input`` in {"logits", "log_odds", "proba"}: ``log(max(p, eps))`` of probabilities,
+    the floored log sigmoid of one-vs-rest log-odds (whose softmax is ``p / sum(p)``)."""
+    if est.input != "log_odds" or arr.shape[1] == 1:
+        z = _logits(est, arr)
+        return np.column_stack([np.zeros_like(z), z]) if z.ndim == 1 else z
+    z = arr.astype(np.float64)
+    # log sigmoid in the ops the graph has (onnxruntime has no float64 Softplus)
+    logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
+    return np.maximum(logsig, np.log(est.eps))
+
+
+def log_proba(z: np.ndarray) -> np.ndarray:
+    """``z - logsumexp(z)`` by row, as ``max + log(sum(exp(z - max)))`` (the graph's ops):
+    the log-probabilities of the logits, which vector and matrix scaling read."""
+    top = z.max(axis=1, keepdims=True)
+    return z - (top + np.log(np.sum(np.exp(z - top), axis=1, keepdims=True)))
+
+
+def mixed_log_proba(z: np.ndarray, beta: float, mix: float) -> np.ndarray:
+    """``log((1 - mix) * softmax(beta * z) + mix / K)``: temperature scaling, then a
+    mixture with the uniform distribution that bounds every log-probability below."""
+    return np.log((1.0 - mix) * softmax(beta * z, axis=1) + mix / z.shape[1])
+
+
+class _AffineScaling(ClassifierMixin, BaseEstimator):
+    """``softmax`` of an affine map of the logits: what the four scalings share."""
+
+    #: W is a (K, K) matrix (else a vector, one factor per class)
+    _matrix = False
+    #: temperature scaling and a uniform mixture first, then a ridge penalty (SVS, SMS)
+    _structured = False
+
+    _parameter_constraints: dict = {
+        "input": [StrOptions({"logits", "log_odds", "proba"})],
+        "eps": [Interval(Real, 1e-15, 0.5, closed="left")],
+    }
+
+    def _penalty(self, k: int) -> Penalty:
+        return Penalty()
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the map on scores ``X`` and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_classes), or (n_samples,) or
+            (n_samples, 1) for two classes
+            Scores as ``input`` says; columns in the order of the sorted labels.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            A weight counts as that many repeated rows (the penalty and the
+            mixture read the total weight as the number of rows).
+
+        Returns
+        -------
+        self
+        """
+        arr, target, w = check_class_scores(self, X, y, sample_weight)
+        keep = w > 0
+        z, target, w = class_logits(self, arr[keep]), target[keep], w[keep]
+        if self._structured:
+            self.inverse_temperature_ = _fit_inverse_temperature(z, target, w)
+            self.mixture_ = 1.0 / (float(w.sum()) + 1.0)
+            z = mixed_log_proba(z, self.inverse_temperature_, self.mixture_)
+        else:
+            z = log_proba(z)
+        self.coef_, self.intercept_ = fit_affine_softmax(
+            z, target, w, matrix=self._matrix, penalty=self._penalty(z.shape[1])
+        )
+        return self
+
+    def _calibrated_logits(self, arr: np.ndarray) -> np.ndarray:
+        """The calibrated logits ``a`` (n, K), whose softmax is ``predict_proba``."""
+        t = class_logits(self, arr)
+        if self._structured:
+            t = mixed_log_proba(t, self.inverse_temperature_, self.mixture_)
+        else:
+            t = log_proba(t)
+        scaled = t @ self.coef_.T if self._matrix else t * self.coef_
+        return scaled + self.intercept_
+
+    def predict_proba(self, X):
+        """Calibrated probabilities, shape ``(n_samples, n_classes)``, in the dtype of
+        ``X``; see the Notes."""
+        arr = check_predict_scores(self, X)
+        return softmax(self._calibrated_logits(arr), axis=1).astype(arr.dtype, copy=False)
+
+    def predict(self, X):
+        """Class with the highest calibrated probability."""
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+class VectorScalingCalibrator(_AffineScaling):
+    r"""Vector scaling: ``softmax(v * z + b)``, one factor and one bias per class.
+
+    Parameters
+    ----------
+    input : {"logits", "log_odds", "proba"}, default="logits"
+        What the ``K`` score columns are. ``"logits"``: logits or log-probabilities
+        (``decision_function`` of a multinomial model). ``"log_odds"``: each class's
+        log-odds against the rest (``CalibratedClassifier(log_odds=True)``).
+        ``"proba"``: probabilities (``predict_proba``), whose logarithms, floored at
+        ``log(eps)``, are the logits. One column (two classes): the log-odds of
+        ``classes_[1]`` (clipped log-odds for ``"proba"``), read as the logits
+        ``[0, s]``.
+    eps : float, default=1e-15
+        Floor of the probabilities of ``input="proba"`` and ``"log_odds"``, in
+        ``[1e-15, 0.5)``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_classes,)
+        ``v``, the per-class factors of the logits.
+    intercept_ : ndarray of shape (n_classes,)
+        ``b``.
+    n_features_in_ : int
+
+    Notes
+    -----
+    With ``z`` the (n, K) logits of the scores (see ``input``), ``predict_proba``
+    evaluates in float64 what the ONNX converter emits::
+
+        t = z - (m + log(sum_k exp(z_k - m))),  m = max_k z_k    (log-probabilities)
+        a = t * v + b;   p = softmax(a)   (row max subtracted)
+
+    The map reads log-probabilities, as probmetrics does (``log`` of
+    ``predict_proba``): unlike temperature scaling, vector scaling is not invariant to
+    adding a constant to a row of logits, so logits and log-probabilities of the same
+    model give the same fit only this way.
+
+    The fit is maximum likelihood, unpenalised, as Guo et al. define it (and
+    probmetrics' ``VectorScalingCalibrator``): the weighted log loss
+    :math:`\sum_i w_i (\log \sum_k e^{a_{ik}} - a_{i y_i})`, convex in ``(v, b)``,
+    minimised by a trust-region Newton method from ``v = 1, b = 0`` to a relative
+    gradient of 1e-8. ``b`` is defined up to a constant (the probabilities are
+    not). On separable logits the likelihood has no maximum and the fit stops
+    at a small gradient; :class:`StructuredVectorScalingCalibrator` is the
+    regularised form.
+
+    References
+    ----------
+    Guo, Pleiss, Sun and Weinberger, "On Calibration of Modern Neural Networks",
+    ICML 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import VectorScalingCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 2000)
+    >>> logits = 3.0 * (4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(2000, 3)))
+    >>> cal = VectorScalingCalibrator().fit(logits, y)
+    >>> cal.coef_.round(2)
+    array([0.32, 0.33, 0.31])
+    >>> cal.predict_proba(logits[:1]).round(3)
+    array([[0.   , 0.002, 0.998]])
+    """
+
+    def __init__(self, input="logits", eps=1e-15):
+        self.input = input
+        self.eps = eps
+
+
+class MatrixScalingCalibrator(_AffineScaling):
+    r"""Matrix scaling: ``softmax(W z + b)``, a full ``K x K`` matrix and a bias.
+
+    Parameters
+    ----------
+    input : {"logits", "log_odds", "proba"}, default="logits"
+        What the ``K`` score columns are; see :class:`VectorScalingCalibrator`.
+    eps : float, default=1e-15
+        Floor of the probabilities of ``input="proba"`` and ``"log_odds"``, in
+        ``[1e-15, 0.5)``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_classes, n_classes)
+        ``W``: row ``j`` gives class ``j``'s new logit from all the old ones.
+    intercept_ : ndarray of shape (n_classes,)
+        ``b``.
+    n_features_in_ : int
+
+    Notes
+    -----
+    With ``z`` the (n, K) logits of the scores (see ``input``), ``predict_proba``
+    evaluates in float64 what the ONNX converter emits::
+
+        t = z - (m + log(sum_k exp(z_k - m))),  m = max_k z_k    (log-probabilities)
+        a = t @ W.T + b;   p = softmax(a)   (row max subtracted)
+
+    The map reads log-probabilities, as probmetrics does (see
+    :class:`VectorScalingCalibrator`).
+
+    The fit is maximum likelihood, unpenalised, as Guo et al. define it (and
+    probmetrics' ``MatrixScalingCalibrator``): the weighted log loss, convex in
+    ``(W, b)``, minimised by a trust-region Newton method (exact steps, or
+    conjugate-gradient steps on Hessian-vector products when the ``K (K + 1)``-square
+    Hessian would cost too much) from ``W = I, b = 0`` to a relative gradient of 1e-8.
+    ``[W, b]`` is defined up to a vector added to every row (the probabilities are
+    not). ``K (K + 1)`` parameters overfit small calibration sets, and on separable
+    logits the likelihood has no maximum;
+    :class:`StructuredMatrixScalingCalibrator` is the regularised form.
+
+    References
+    ----------
+    Guo, Pleiss, Sun and Weinberger, "On Calibration of Modern Neural Networks",
+    ICML 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import MatrixScalingCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 2000)
+    >>> logits = 3.0 * (4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(2000, 3)))
+    >>> cal = MatrixScalingCalibrator().fit(logits, y)
+    >>> cal.coef_.shape, cal.predict_proba(logits[:1]).round(3)
+    ((3, 3), array([[0.   , 0.001, 0.998]]))
+    """
+
+    _matrix = True
+
+    def __init__(self, input="logits", eps=1e-15):
+        self.input = input
+        self.eps = eps
+
+
+class StructuredVectorScalingCalibrator(_AffineScaling):
+    r"""Structured vector scaling (SVS): temperature, then regularised vector scaling.
+
+    Parameters
+    ----------
+    input : {"logits", "log_odds", "proba"}, default="logits"
+        What the ``K`` score columns are; see :class:`VectorScalingCalibrator`.
+    eps : float, default=1e-15
+        Floor of the probabilities of ``input="proba"`` and ``"log_odds"``, in
+        ``[1e-15, 0.5)``.
+    lambda_intercept : float, default=1.0
+        Ridge strength on ``b``, times ``K`` (probmetrics' ``lambda_intercept``).
+    lambda_diagonal : float, default=1.0
+        Ridge strength on ``v - 1``, times ``K`` (probmetrics' ``lambda_diagonal``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    inverse_temperature_ : float
+        ``beta`` of the temperature scaling run first.
+    mixture_ : float
+        ``c = 1 / (n + 1)``, the weight of the uniform distribution mixed in.
+    coef_ : ndarray of shape (n_classes,)
+        ``v``.
+    intercept_ : ndarray of shape (n_classes,)
+        ``b``.
+    n_features_in_ : int
+
+    Notes
+    -----
+    With ``z`` the (n, K) logits of the scores (see ``input``), ``beta`` the fitted
+    inverse temperature and ``c`` the mixture weight, ``predict_proba`` evaluates in
+    float64 what the ONNX converter emits::
+
+        t = log((1 - c) * softmax(beta * z) + c / K)
+        a = t * v + b;   p = softmax(a)   (row max subtracted)
+
+    As Berta et al. and their probmetrics 1.3.0 fit it: temperature scaling first
+    (:class:`TemperatureCalibrator`'s exact fit, unpenalised), its probabilities mixed
+    with the uniform distribution at weight ``c = 1 / (n + 1)`` (so ``t >= log(c /
+    K)``), then vector scaling from the identity with a ridge penalty on its departure
+    from it. With ``n = sum_i w_i`` the objective is probmetrics' (``rho = tau = 1``,
+    strengths ``lambda K / n`` on the mean loss) multiplied by ``n``:
+
+    .. math::
+
+        \sum_i w_i \Big(\log \sum_k e^{a_{ik}} - a_{i y_i}\Big)
+        + K \lambda_b \lVert b \rVert^2 + K \lambda_d \lVert v - 1 \rVert^2,
+
+    strictly convex, minimised by a trust-region Newton method to a relative gradient
+    of 1e-8, where probmetrics' BFGS stops at a mean-loss gradient of 1e-5: the same
+    optimum, to more digits.
+
+    References
+    ----------
+    Berta, Holzmüller, Jordan and Bach, "Structured Matrix Scaling for Multi-Class
+    Calibration", AISTATS 2026 (arXiv:2511.03685).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import StructuredVectorScalingCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 2000)
+    >>> logits = 3.0 * (4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(2000, 3)))
+    >>> cal = StructuredVectorScalingCalibrator().fit(logits, y)
+    >>> round(cal.inverse_temperature_, 3), cal.coef_.round(3)
+    (0.319, array([1.02 , 1.006, 0.983]))
+    """
+
+    _structured = True
+    _parameter_constraints: dict = {
+        **_AffineScaling._parameter_constraints,
+        "lambda_intercept": [Interval(Real, 0, None, closed="left")],
+        "lambda_diagonal": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, input="logits", eps=1e-15, lambda_intercept=1.0, lambda_diagonal=1.0):
+        self.input = input
+        self.eps = eps
+        self.lambda_intercept = lambda_intercept
+        self.lambda_diagonal = lambda_diagonal
+
+    def _penalty(self, k: int) -> Penalty:
+        return Penalty(k * self.lambda_intercept, k * self.lambda_diagonal)
+
+
+class StructuredMatrixScalingCalibrator(_AffineScaling):
+    r"""Structured matrix scaling (SMS): temperature, then regularised matrix scaling.
+
+    The multiclass calibrator that leads the CalArena benchmark (Berta et al.):
+    matrix scaling's ``K (K + 1)`` parameters, kept near the identity by a ridge
+    penalty that is stronger on the ``K (K - 1)`` off-diagonal terms.
+
+    Parameters
+    ----------
+    input : {"logits", "log_odds", "proba"}, default="logits"
+        What the ``K`` score columns are; see :class:`VectorScalingCalibrator`.
+    eps : float, default=1e-15
+        Floor of the probabilities of ``input="proba"`` and ``"log_odds"``, in
+        ``[1e-15, 0.5)``.
+    lambda_intercept : float, default=1.0
+        Ridge strength on ``b``, times ``K`` (probmetrics' ``lambda_intercept``).
+    lambda_diagonal : float, default=1.0
+        Ridge strength on the diagonal of ``W - I``, times ``K``.
+    lambda_off_diagonal : float, default=1.0
+        Ridge strength on the off-diagonal terms of ``W``, times ``K (K - 1)``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    inverse_temperature_ : float
+        ``beta`` of the temperature scaling run first.
+    mixture_ : float
+        ``c = 1 / (n + 1)``, the weight of the uniform distribution mixed in.
+    coef_ : ndarray of shape (n_classes, n_classes)
+        ``W``.
+    intercept_ : ndarray of shape (n_classes,)
+        ``b``.
+    n_features_in_ : int
+
+    Notes
+    -----
+    With ``z`` the (n, K) logits of the scores (see ``input``), ``beta`` the fitted
+    inverse temperature and ``c`` the mixture weight, ``predict_proba`` evaluates in
+    float64 what the ONNX converter emits::
+
+        t = log((1 - c) * softmax(beta * z) + c / K)
+        a = t @ W.T + b;   p = softmax(a)   (row max subtracted)
+
+    As Berta et al. and their probmetrics 1.3.0 fit it: temperature scaling first,
+    the uniform mixture at ``c = 1 / (n + 1)``, then matrix scaling from the identity
+    with a ridge penalty on ``W - I`` and ``b`` (see
+    :class:`StructuredVectorScalingCalibrator`). With ``n = sum_i w_i`` the objective
+    is probmetrics' (``rho = tau = 1``) multiplied by ``n``:
+
+    .. math::
+
+        \sum_i w_i \Big(\log \sum_k e^{a_{ik}} - a_{i y_i}\Big)
+        + K \lambda_b \lVert b \rVert^2
+        + K \lambda_d \lVert \mathrm{diag}(W - I) \rVert^2
+        + K (K - 1) \lambda_o \lVert \mathrm{offdiag}(W) \rVert^2,
+
+    strictly convex, minimised by a trust-region Newton method (conjugate-gradient
+    steps on Hessian-vector products) to a relative gradient of 1e-8.
+
+    References
+    ----------
+    Berta, Holzmüller, Jordan and Bach, "Structured Matrix Scaling for Multi-Class
+    Calibration", AISTATS 2026 (arXiv:2511.03685).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import StructuredMatrixScalingCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 2000)
+    >>> logits = 3.0 * (4.0 * np.eye(3)[y] + rng.normal(scale=2.0, size=(2000, 3)))
+    >>> cal = StructuredMatrixScalingCalibrator().fit(logits, y)
+    >>> cal.coef_.round(2)
+    array([[ 1.  , -0.05,  0.01],
+           [ 0.03,  1.02, -0.  ],
+           [-0.03,  0.04,  0.99]])
+    """
+
+    _matrix = True
+    _structured = True
+    _parameter_constraints: dict = {
+        **StructuredVectorScalingCalibrator._parameter_constraints,
+        "lambda_off_diagonal": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        input="logits",
+        eps=1e-15,
+        lambda_intercept=1.0,
+        lambda_diagonal=1.0,
+        lambda_off_diagonal=1.0,
+    ):
+        self.input = input
+        self.eps = eps
+        self.lambda_intercept = lambda_intercept
+        self.lambda_diagonal = lambda_diagonal
+        self.lambda_off_diagonal = lambda_off_diagonal
+
+    def _penalty(self, k: int) -> Penalty:
+        return Penalty(
+            k * self.lambda_intercept,
+            k * self.lambda_diagonal,
+            k * (k - 1) * self.lambda_off_diagonal,
+        )

@@ -1,16 +1,28 @@
-"""ONNX converter of :class:`bernonnx.TemperatureCalibrator` (mirrors
-``bernonnx/temperature.py``).
+"""ONNX converters of :class:`bernonnx.TemperatureCalibrator` and of vector, matrix and
+structured scaling (mirrors ``bernonnx/temperature.py``).
 
-On the float64 scores ``z`` (N, K), or the log-odds (N, 1) of a binary one::
+Temperature scaling, on the float64 scores ``z`` (N, K), or the log-odds (N, 1) of a
+binary one::
 
     z = Log(Max(z, eps))  |  log(c) - log(1 - c), c = Clip(z, eps, 1 - eps)   (input="proba")
     K columns:  p = Softmax(Mul(z, beta), axis=1)
     one column: p = Sigmoid(Mul(z, beta));  pair: Concat(1 - p, p)
+
+Vector and matrix scaling, and their structured forms (SVS, SMS)::
+
+    z = the (N, K) logits of the scores (``temperature_bernstein``'s, [0, s] for one column)
+    structured:  t = Log(Add(Mul(Softmax(Mul(z, beta)), 1 - c), c / K))
+    else:        t = Sub(z, Add(m, Log(ReduceSum(Exp(Sub(z, m)))))), m = ReduceMax(z)
+    a = Add(Mul(t, v), b)  |  Add(MatMul(t, W^T), b);   p = Softmax(a, axis=1)
+    one column, pair=False: column 1 of p
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from bernonnx.converters._graph import GraphWriter, clipped_log_odds
+from bernonnx.converters.temperature_bernstein import _logits as class_logits
 
 
 def emit_temperature(
@@ -34,3 +46,34 @@ def emit_temperature(
     if not pair:
         return p
     return g.node("Concat", [g.node("Sub", [g.const("one", 1.0), p], "q"), p], "pair", axis=1)
+
+
+def emit_affine_scaling(
+    g: GraphWriter, scores: str, cal, *, pair: bool = False, basis: str = "exp"
+) -> str:
+    """Calibrated probabilities of the float64 ``scores`` under vector, matrix,
+    structured vector or structured matrix scaling: (N, K) for K columns, P(y = 1)
+    (N, 1) or, with ``pair``, ``[1 - p, p]`` for one column. ``basis`` does not
+    apply."""
+    t = class_logits(g, scores, cal)
+    if hasattr(cal, "mixture_"):
+        k = len(cal.classes_)
+        beta = g.const("beta", float(cal.inverse_temperature_))
+        q = g.node("Softmax", [g.node("Mul", [t, beta], "scaled")], "ts", axis=1)
+        kept = g.node("Mul", [q, g.const("kept", 1.0 - cal.mixture_)])
+        mixed = g.node("Add", [kept, g.const("uniform", cal.mixture_ / k)], "mixed")
+        t = g.node("Log", [mixed], "log_mixed")
+    else:
+        top = g.reduce("ReduceMax", t)
+        total = g.reduce("ReduceSum", g.node("Exp", [g.node("Sub", [t, top])]))
+        t = g.node("Sub", [t, g.node("Add", [top, g.node("Log", [total])])], "log_proba")
+    coef = np.asarray(cal.coef_, dtype=np.float64)
+    if coef.ndim == 2:
+        scaled = g.node("MatMul", [t, g.const("coef_t", np.ascontiguousarray(coef.T))])
+    else:
+        scaled = g.node("Mul", [t, g.const("coef", coef[None, :])])
+    a = g.node("Add", [scaled, g.const("intercept", np.asarray(cal.intercept_)[None, :])])
+    p = g.node("Softmax", [a], "p", axis=1)
+    if int(cal.n_features_in_) == 1 and not pair:
+        return g.column(p, 1)
+    return p

@@ -57,6 +57,26 @@ def test_temperature_on_all_logits_with_triton(run, model_and_scores):
     np.testing.assert_allclose(got["probabilities"], expected, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("method", "name"),
+    [("sms", "StructuredMatrixScalingCalibrator"), ("vector-scaling", "VectorScalingCalibrator")],
+)
+def test_multiclass_scalings_on_all_logits(run, model_and_scores, method, name):
+    import bernonnx
+
+    folder, onx, logits, y, X_test = model_and_scores
+    out_path = folder / f"{method}.onnx"
+    args = ["attach", folder / "model.onnx", folder / "scores.csv", "--label", "y"]
+    args += ["--score", "l0", "--score", "l1", "--score", "l2", "--method", method]
+    args += ["--output", "probabilities", "--onnx", out_path]
+    out, _ = run(*args)
+    assert f"{name} on output 'probabilities'" in out
+    cal = getattr(bernonnx, name)().fit(logits, y)
+    got = run_onnx(onnx.load(out_path), {"X": X_test})
+    expected = cal.predict_proba(run_onnx(onx, {"X": X_test})["probabilities"])
+    np.testing.assert_allclose(got["probabilities"], expected, rtol=0, atol=1e-6)
+
+
 def test_one_column_against_the_rest(run, model_and_scores):
     folder, onx, logits, y, X_test = model_and_scores
     out_path = folder / "b.onnx"

@@ -56,6 +56,7 @@ LAYERS = {
     "bernonnx._core.pav": CORE,
     "bernonnx._core.sigmoid": CORE,
     "bernonnx._core.priors": CORE,
+    "bernonnx._core.affine_softmax": CORE,
     # sources: rows in chunks, and the engines that hold them
     "bernonnx._core.sources": SOURCES,
     "bernonnx._core.parquet": SOURCES,

@@ -1,0 +1,217 @@
+"""The fit of an affine map of logits under a softmax: vector and matrix scaling.
+
+``softmax(t * v + b)`` (vector scaling) or ``softmax(t @ W.T + b)`` (matrix scaling) on
+given logits ``t`` (n, K), by weighted log loss plus a ridge penalty on the departure
+from the identity, ``v - 1`` or ``W - I``, and on ``b``: a multinomial logistic
+regression whose features are the logits themselves, with an offset. The objective is
+convex (strictly, when every parameter is penalised); it is minimised by a trust-region
+Newton method: exact steps on the full Hessian when it is cheap (``n P^2`` below
+:data:`HESSIAN_BUDGET`, ``P`` parameters), else conjugate-gradient steps (Steihaug) on
+Hessian-vector products, each one pass over the ``n x K`` rows.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["Penalty", "fit_affine_softmax"]
+
+#: Most trust-region Newton iterations; each is a handful of passes over the rows.
+MAX_ITER = 200
+#: The fit stops when the gradient's norm, per unit of total weight and of the largest
+#: |logit|, is below this: near the rounding of the sums that make it.
+GTOL = 1e-8
+#: Above this many rows, the fit starts from the fit on a regular subsample of about
+#: half as many.
+WARM_ROWS = 20_000
+#: Largest ``n * P^2`` (rows times squared parameter count) for which the full Hessian
+#: is formed; above it, conjugate-gradient steps on Hessian-vector products.
+HESSIAN_BUDGET = 4e8
+
+
+@dataclass(frozen=True)
+class Penalty:
+    """Ridge strengths on the total-weight scale: the objective adds
+    ``intercept * |b|^2 + diagonal * |diag(W - I)|^2 + off_diagonal * |offdiag(W)|^2``
+    to the weighted *sum* of the row log losses (all 0: maximum likelihood)."""
+
+    intercept: float = 0.0
+    diagonal: float = 0.0
+    off_diagonal: float = 0.0
+
+
+def _unpack(theta: np.ndarray, k: int, matrix: bool):
+    if matrix:
+        return theta[: k * k].reshape(k, k), theta[k * k :]
+    return theta[:k], theta[k:]
+
+
+def _penalty_matrix(k: int, matrix: bool, penalty: Penalty, centre: np.ndarray) -> np.ndarray:
+    """``M`` with the penalty ``theta' M theta'`` in the centred parameters ``theta' =
+    (W - I, b')``, ``b' = b + (W - I) m``: the ridge on ``W - I`` and on ``b = b' - (W -
+    I) m``, whose map ``J`` (K x P) is written out."""
+    size = k * k + k if matrix else 2 * k
+    if matrix:
+        square = np.full((k, k), penalty.off_diagonal)
+        np.fill_diagonal(square, penalty.diagonal)
+        diagonal = np.r_[square.ravel(), np.zeros(k)]
+        jac = np.zeros((k, size))
+        for j in range(k):
+            jac[j, j * k : (j + 1) * k] = -centre
+    else:
+        diagonal = np.r_[np.full(k, penalty.diagonal), np.zeros(k)]
+        jac = np.zeros((k, size))
+        jac[np.arange(k), np.arange(k)] = -centre
+    jac[np.arange(k), size - k + np.arange(k)] = 1.0
+    return np.diag(diagonal) + penalty.intercept * (jac.T @ jac)
+
+
+def _hessian(t: np.ndarray, p: np.ndarray, w: np.ndarray, matrix: bool) -> np.ndarray:
+    """The log loss's Hessian in the order of ``theta``: ``sum_i w_i (diag(p_i) - p_i
+    p_i^T)`` between the classes, times the products of each class's features."""
+    n, k = t.shape
+    if matrix:
+        # features x_i = [t_i, 1], shared by every class; parameters [W - I | b] by row
+        x = np.column_stack([t, np.ones(n)])
+        outer = (p[:, :, None] * x[:, None, :]).reshape(n, -1)  # p_ij x_il
+        h = -(outer.T @ (w[:, None] * outer))
+        for j in range(k):
+            block = slice(j * (k + 1), (j + 1) * (k + 1))
+            h[block, block] += x.T @ ((w * p[:, j])[:, None] * x)
+        # to theta's order: every row's K coefficients first, then the K intercepts
+        rows = np.arange(k) * (k + 1)
+        order = np.r_[(rows[:, None] + np.arange(k)).ravel(), rows + k]
+        return h[np.ix_(order, order)]
+    # vector scaling: class j's features are [t_ij, 1]; sum_i w_i (diag(p_i) - p_i
+    # p_i^T) entrywise times the features, as matrix products (no n x K x K array)
+    wp = w[:, None] * p
+    u = p * t
+    h_vv = np.diag(np.sum(wp * t * t, axis=0)) - u.T @ (w[:, None] * u)
+    h_vb = np.diag(np.sum(wp * t, axis=0)) - u.T @ wp
+    h_bb = np.diag(wp.sum(axis=0)) - p.T @ wp
+    return np.block([[h_vv, h_vb], [h_vb.T, h_bb]])
+
+
+def fit_affine_softmax(
+    t: np.ndarray,
+    target: np.ndarray,
+    w: np.ndarray,
+    *,
+    matrix: bool,
+    penalty: Penalty,
+    warm: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(coef, intercept)`` minimising the penalised weighted log loss of
+    ``softmax(t @ coef.T + intercept)`` (``matrix``: coef (K, K)) or of
+    ``softmax(t * coef + intercept)`` (coef (K,)), started at the identity, or (``warm``,
+    more than :data:`WARM_ROWS` rows) at the fit on a regular subsample of the rows.
+
+    The objective, with ``a_i`` row ``i``'s logits and ``mu`` the strengths of
+    ``penalty``::
+
+        F = sum_i w_i (logsumexp(a_i) - a_{i, y_i}) + sum_j mu_j theta_j^2,
+
+    ``theta`` being ``coef - identity`` and ``intercept``; the solver works on centred
+    logits ``t - m`` (``m`` their weighted column means; the intercept ``b + (W - I) m``),
+    the same objective better conditioned. Without a penalty, adding a constant to every
+    intercept (or a vector to every row of ``coef``) leaves the probabilities unchanged;
+    the steps, like the gradient, are orthogonal to those directions, so the fit ends at
+    one of those equal solutions. On separable logits the
+    unpenalised loss has no minimum: the fit stops where the gradient is below
+    :data:`GTOL` (a ConvergenceWarning if it runs out of iterations first).
+    """
+    n, k = t.shape
+    y = np.zeros((n, k))
+    y[np.arange(n), target] = 1.0
+    scale = float(w.sum()) * max(1.0, float(np.max(np.abs(t), initial=0.0)))
+    # centred features: the intercepts no longer move with the slopes, so the Newton
+    # systems are far better conditioned (fewer conjugate-gradient steps)
+    centre = (w @ t) / w.sum()
+    tc = t - centre
+    pen = _penalty_matrix(k, matrix, penalty, centre)
+    rows = np.arange(n)
+    cache = {}
+
+    def linear(theta_or_direction):
+        d_delta, d_b = _unpack(theta_or_direction, k, matrix)
+        return (tc @ d_delta.T if matrix else tc * d_delta) + d_b
+
+    def state(theta):
+        key = theta.tobytes()
+        if key not in cache:
+            cache.clear()
+            a = t + linear(theta)
+            top = a.max(axis=1, keepdims=True)
+            e = np.exp(a - top)
+            total = e.sum(axis=1, keepdims=True)
+            cache[key] = (a, e / total, top[:, 0] + np.log(total[:, 0]))
+        return cache[key]
+
+    def back(g_a: np.ndarray) -> np.ndarray:
+        """The parameters' gradient from the logits' (n, K)."""
+        g_delta = g_a.T @ tc if matrix else np.sum(g_a * tc, axis=0)
+        return np.r_[g_delta.ravel(), g_a.sum(axis=0)]
+
+    def fun(theta):
+        a, p, lse = state(theta)
+        loss = float(w @ (lse - a[rows, target]))
+        grad = back(w[:, None] * (p - y)) + 2.0 * (pen @ theta)
+        return loss + float(theta @ pen @ theta), grad
+
+    def hessp(theta, direction):
+        _, p, _ = state(theta)
+        pda = p * linear(direction)
+        g_a = w[:, None] * (pda - p * pda.sum(axis=1, keepdims=True))
+        return back(g_a) + 2.0 * (pen @ direction)
+
+    def hess(theta):
+        _, p, _ = state(theta)
+        return _hessian(tc, p, w, matrix) + 2.0 * pen
+
+    theta0 = np.zeros(k * k + k if matrix else 2 * k)
+    if warm and n > WARM_ROWS:
+        # a warm start: the same objective on every m-th row, weights scaled so that the
+        # penalty keeps its weight; Newton's method then needs a few steps on all rows
+        every = n // (WARM_ROWS // 2)
+        sub = w[::every]
+        coef, b = fit_affine_softmax(
+            t[::every],
+            target[::every],
+            sub * (w.sum() / sub.sum()),
+            matrix=matrix,
+            penalty=penalty,
+            warm=False,
+        )
+        delta = coef - (np.eye(k) if matrix else 1.0)
+        theta0 = np.r_[delta.ravel(), b + (delta @ centre if matrix else delta * centre)]
+    # the full Hessian costs n P^2 (P parameters) against about 4 n P for a product
+    # with it; below the budget, exact trust-region steps need far fewer passes
+    small = n * theta0.size**2 <= HESSIAN_BUDGET
+    with warnings.catch_warnings():
+        # trust-ncg says "A bad approximation caused failure to predict improvement"
+        # once the objective's changes reach its rounding; the gradient decides below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = minimize(
+            fun,
+            theta0,
+            jac=True,
+            **({"hess": hess, "method": "trust-exact"} if small else {}),
+            **({} if small else {"hessp": hessp, "method": "trust-ncg"}),
+            options={"gtol": GTOL * scale, "maxiter": MAX_ITER},
+        )
+    if res.nit >= MAX_ITER:
+        warnings.warn(
+            f"the {'matrix' if matrix else 'vector'} scaling fit stopped after {MAX_ITER} "
+            f"trust-region iterations with gradient norm {np.linalg.norm(res.jac):.3g}; "
+            "the logits may separate the classes (add a penalty)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    delta, b = _unpack(res.x, k, matrix)
+    b = b - (delta @ centre if matrix else delta * centre)
+    return delta + (np.eye(k) if matrix else 1.0), b

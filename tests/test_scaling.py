@@ -1,0 +1,347 @@
+"""Vector, matrix and structured (SVS, SMS) scaling: optimality, invariants, probmetrics'
+optimum, CalibratedClassifier and ONNX parity on real multiclass data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _parity import assert_parity, run_onnx
+from scipy.special import logsumexp, softmax
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline as sk_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from benchmarks._realdata import (
+    DEFAULT_DATA_DIR,
+    DataMissing,
+    as_float,
+    load,
+    make_pipeline,
+    split,
+)
+from bernonnx import (
+    CalibratedClassifier,
+    MatrixScalingCalibrator,
+    StructuredMatrixScalingCalibrator,
+    StructuredVectorScalingCalibrator,
+    VectorScalingCalibrator,
+)
+from bernonnx.export import to_onnx
+from bernonnx.stats import stats_for
+from bernonnx.temperature import mixed_log_proba
+
+SCALINGS = [
+    VectorScalingCalibrator(),
+    MatrixScalingCalibrator(),
+    StructuredVectorScalingCalibrator(),
+    StructuredMatrixScalingCalibrator(),
+]
+IDS = ["vector", "matrix", "svs", "sms"]
+#: Two fits of one objective (weights and repetitions, shuffled rows, logits and their
+#: probabilities, warm and cold starts) agree to the solver's stopping rule (a relative
+#: gradient of 1e-8), not to rounding: probabilities within this
+FIT_TOL = 1e-6
+
+
+def _logits(n=3000, k=4, seed=0):
+    """Logits of a miscalibrated model: class-dependent scales and a shift."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    z = 2.0 * np.eye(k)[y] + rng.normal(size=(n, k))
+    return z * np.linspace(0.5, 3.0, k) + np.arange(k) * 0.3, y
+
+
+def _inputs(cal, z):
+    """What the affine map reads: log-probabilities (after temperature and mixture)."""
+    if hasattr(cal, "mixture_"):
+        return mixed_log_proba(z, cal.inverse_temperature_, cal.mixture_)
+    return z - logsumexp(z, axis=1, keepdims=True)
+
+
+def _objective(cal, z, y, w):
+    """The documented objective at the fitted parameters (the sum form)."""
+    return _objective_at(cal, _inputs(cal, z), y, w, cal.coef_, cal.intercept_)
+
+
+def _objective_at(cal, t, y, w, coef, b):
+    k = t.shape[1]
+    a = (t @ coef.T if coef.ndim == 2 else t * coef) + b
+    loss = float(w @ (logsumexp(a, axis=1) - a[np.arange(len(y)), y]))
+    if not hasattr(cal, "mixture_"):
+        return loss
+    delta = coef - (np.eye(k) if coef.ndim == 2 else 1.0)
+    diag = np.diag(delta) if coef.ndim == 2 else delta
+    off = float(np.sum(delta**2) - np.sum(diag**2)) if coef.ndim == 2 else 0.0
+    lam_o = getattr(cal, "lambda_off_diagonal", 0.0)
+    return (
+        loss
+        + k * cal.lambda_intercept * float(b @ b)
+        + k * cal.lambda_diagonal * float(diag @ diag)
+        + k * (k - 1) * lam_o * off
+    )
+
+
+# ----------------------------------------------------------------------------- the fit
+
+
+@pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
+def test_fit_is_the_minimum(cal):
+    z, y = _logits()
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
+    cal = clone(cal).fit(z, y, sample_weight=w)
+    t = _inputs(cal, z)
+    best = _objective(cal, z, y, w)
+    rng = np.random.default_rng(2)
+    for _ in range(20):  # no nearby point is lower
+        dc = 1e-4 * rng.normal(size=cal.coef_.shape)
+        db = 1e-4 * rng.normal(size=cal.intercept_.shape)
+        assert _objective_at(cal, t, y, w, cal.coef_ + dc, cal.intercept_ + db) >= best - 1e-9
+    proba = cal.predict_proba(z)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    # the calibrated model is at least as good as the identity map on its own rows
+    assert -np.mean(np.log(proba[np.arange(len(y)), y])) <= -np.mean(
+        np.log(softmax(z, axis=1)[np.arange(len(y)), y])
+    )
+
+
+def test_structured_maps_shrink_towards_the_identity():
+    z, y = _logits(n=400)
+    loose = StructuredMatrixScalingCalibrator(lambda_off_diagonal=0.0, lambda_diagonal=0.0)
+    strong = StructuredMatrixScalingCalibrator(lambda_off_diagonal=1e4, lambda_diagonal=1e4)
+    off = ~np.eye(4, dtype=bool)
+    d_loose = np.abs(loose.fit(z, y).coef_ - np.eye(4))[off].max()
+    d_strong = np.abs(strong.fit(z, y).coef_ - np.eye(4))[off].max()
+    assert d_strong < 1e-3 < d_loose
+
+
+@pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
+def test_weights_equal_repetition_and_row_order(cal):
+    z, y = _logits(n=600, k=3)
+    counts = np.random.default_rng(3).integers(0, 4, len(y))
+    weighted = clone(cal).fit(z, y, sample_weight=counts)
+    repeated = clone(cal).fit(np.repeat(z, counts, axis=0), np.repeat(y, counts))
+    np.testing.assert_allclose(weighted.predict_proba(z), repeated.predict_proba(z), atol=FIT_TOL)
+    order = np.random.default_rng(4).permutation(len(y))
+    shuffled = clone(cal).fit(z[order], y[order])
+    np.testing.assert_allclose(
+        clone(cal).fit(z, y).predict_proba(z), shuffled.predict_proba(z), atol=FIT_TOL
+    )
+
+
+@pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
+def test_labels_dtype_one_column_and_inputs(cal):
+    z, y = _logits(k=3)
+    labels = np.array(["c", "a", "b"])[y]  # sorted classes a, b, c: columns 1, 2, 0
+    named = clone(cal).fit(z[:, [1, 2, 0]], labels)
+    plain = clone(cal).fit(z, y)
+    np.testing.assert_allclose(
+        named.predict_proba(z[:, [1, 2, 0]]), plain.predict_proba(z)[:, [1, 2, 0]], atol=FIT_TOL
+    )
+    assert list(named.classes_) == ["a", "b", "c"]
+    assert plain.predict_proba(z.astype(np.float32)).dtype == np.float32
+    # probabilities in: their logarithms are the logits
+    p = softmax(z, axis=1)
+    on_p = clone(cal).set_params(input="proba").fit(p, y)
+    np.testing.assert_allclose(on_p.predict_proba(p), plain.predict_proba(z), atol=FIT_TOL)
+    # one column of log-odds is the two columns [0, s]
+    s = z[:, 1] - z[:, 0]
+    two = y[:1000] % 2
+    one = clone(cal).fit(s[:1000], two)
+    both = clone(cal).fit(np.c_[0 * s, s][:1000], two)
+    np.testing.assert_allclose(
+        one.predict_proba(s), both.predict_proba(np.c_[0 * s, s]), atol=1e-9
+    )
+    assert one.n_features_in_ == 1
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "match"),
+    [
+        (np.zeros((10, 2)), np.arange(10) % 3, r"one column per class of y \(3 columns\)"),
+        (np.zeros((10, 3)), np.zeros(10), "single class"),
+        (np.full((10, 2), np.nan), np.arange(10) % 2, "scores contains NaN"),
+    ],
+)
+@pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
+def test_bad_input_is_named(cal, X, y, match):
+    with pytest.raises(ValueError, match=match):
+        clone(cal).fit(X, y)
+
+
+def test_bad_parameters_and_no_statistics():
+    with pytest.raises(ValueError, match="lambda_off_diagonal"):
+        StructuredMatrixScalingCalibrator(lambda_off_diagonal=-1.0).fit(*_logits(n=50))
+    for cal in SCALINGS:
+        # a convex fit over every row: no mergeable statistics, partial_fit refused
+        with pytest.raises(TypeError, match="no streaming statistics"):
+            stats_for(cal, [0, 1, 2])
+        assert not hasattr(cal, "partial_fit")
+
+
+# ----------------------------------------------------------------------------- probmetrics
+
+
+def _digits_proba():
+    X, y = load_digits(return_X_y=True)
+    X_tr, X_cal, y_tr, y_cal = train_test_split(
+        X.astype(np.float64), y, test_size=0.5, stratify=y, random_state=0
+    )
+    return GaussianNB().fit(X_tr, y_tr).predict_proba(X_cal), y_cal
+
+
+@pytest.mark.parametrize(("ours", "theirs"), [("sms", "sms"), ("svs", "svs")])
+def test_same_optimum_as_probmetrics(ours, theirs):
+    """probmetrics 1.3.0 (Berta et al.'s code) fed predict_proba, as CalArena feeds it:
+    on its own logits (log p floored at log of float32's tiny), our fit's penalised
+    objective is at most probmetrics' (its BFGS stops at a gradient of 1e-5) and the
+    probabilities agree to its precision."""
+    calibrators = pytest.importorskip("probmetrics.calibrators")
+    p, y = _digits_proba()
+    with np.errstate(divide="ignore"):  # probmetrics' logits: log p, floored
+        z = np.clip(np.log(p), np.log(np.finfo(np.float32).tiny), None)
+    cal = {"sms": StructuredMatrixScalingCalibrator, "svs": StructuredVectorScalingCalibrator}
+    mine = cal[ours]().fit(z, y)
+    other = calibrators.get_calibrator(theirs).fit(p, y)
+    assert mine.inverse_temperature_ == pytest.approx(other.ts_.cal_.invtemp_, rel=1e-6)
+    t = mixed_log_proba(z, mine.inverse_temperature_, mine.mixture_)
+    w = np.ones(len(y))
+    if ours == "sms":
+        coef, b = other.W_[:, :-1], other.W_[:, -1]
+    else:
+        coef, b = other.v_, other.b_
+    theirs_obj = _objective_at(mine, t, y, w, coef, b)
+    assert _objective(mine, z, y, w) <= theirs_obj + 1e-9
+    assert _objective(mine, z, y, w) >= theirs_obj - 1e-2  # the same optimum, to BFGS's tolerance
+    np.testing.assert_allclose(mine.predict_proba(z), other.predict_proba(p), atol=5e-3)
+
+
+# ----------------------------------------------------------------------------- ONNX
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 4])
+@pytest.mark.parametrize("input_kind", ["logits", "proba", "log_odds"])
+@pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
+def test_onnx_parity_alone(cal, input_kind, k, dtype):
+    z, y = _logits(k=max(k, 2))
+    if k == 1:
+        z = z[:, 1:] - z[:, :1]
+    X = {"logits": z, "proba": softmax(z, axis=1), "log_odds": z / 2.0}[input_kind]
+    if input_kind == "proba" and k == 1:
+        X = 1.0 / (1.0 + np.exp(-z))
+    cal = clone(cal).set_params(input=input_kind).fit(X[:2000], y[:2000])
+    held_out = np.r_[X[2000:], 3.0 * X[:50] if input_kind != "proba" else X[:50]]
+    Xt = held_out.astype(dtype)
+    onx = to_onnx(cal, Xt[:5], dtype=dtype)
+    label, proba = run_onnx(onx, Xt)
+    tol = {np.float32: 1e-6, np.float64: 1e-12}[dtype]
+    np.testing.assert_allclose(proba, cal.predict_proba(Xt), rtol=0, atol=tol)
+    np.testing.assert_array_equal(label, cal.predict(Xt))
+
+
+def _kind(frozen, X_cal, y_cal):
+    """What the default reads from this model: the input its scores are."""
+    default = CalibratedClassifier(frozen).fit(X_cal, y_cal)
+    return default.calibrated_classifiers_[0].calibrators[0].input
+
+
+@pytest.fixture(scope="module")
+def genhlth():
+    """Diabetes ``GenHlth`` (5 classes) as pandas reads it, 50/25/25."""
+    try:
+        X, y, categorical = load("diabetes", DEFAULT_DATA_DIR, task="multiclass")
+    except DataMissing as exc:  # pragma: no cover - the shared data are part of CI
+        pytest.skip(str(exc))
+    X, _, y, _ = train_test_split(X, y, train_size=12_000, stratify=y, random_state=0)
+    numeric = [c for c in X.columns if c not in categorical]
+    return split(X, y), numeric, categorical
+
+
+@pytest.mark.parametrize("model", ["LogisticRegression", "GaussianNB"])
+@pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
+def test_real_data_parity_in_a_pipeline(genhlth, cal, model):
+    """A ColumnTransformer pipeline on the frame as read (int64 and float64 columns,
+    a one-hot category), frozen, calibrated on its own kind of scores; one float64
+    graph equals Python on every test row."""
+    (X_tr, y_tr, X_cal, y_cal, X_test, _), numeric, categorical = genhlth
+    pipe = make_pipeline("standard", model, numeric, categorical).fit(X_tr, y_tr)
+    frozen = FrozenEstimator(pipe)
+    kind = _kind(frozen, X_cal, y_cal)
+    clf = CalibratedClassifier(frozen, clone(cal).set_params(input=kind)).fit(X_cal, y_cal)
+    onx = to_onnx(clf, X_test[:5], dtype=np.float64)
+    assert_parity(clf, onx, X_test, tol=1e-9)
+
+
+def test_real_data_float32_parity(genhlth):
+    """The float32 case: a frame cast to float32 before fitting, a float32 graph."""
+    (X_tr, y_tr, X_cal, y_cal, X_test, _), numeric, categorical = genhlth
+    X_tr, X_cal, X_test = (as_float(X, np.float32) for X in (X_tr, X_cal, X_test))
+    pipe = make_pipeline("standard", "GaussianNB", numeric, categorical).fit(X_tr, y_tr)
+    clf = CalibratedClassifier(
+        FrozenEstimator(pipe), StructuredMatrixScalingCalibrator(input="log_odds")
+    ).fit(X_cal, y_cal)
+    onx = to_onnx(clf, X_test[:5], dtype=np.float32)
+    assert_parity(clf, onx, X_test, tol=1e-6)
+
+
+@pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
+def test_digits_cross_fitted_ensemble_exports_as_one_graph(cal):
+    """scikit-learn's bundled digits (10 classes, float64 array), a StandardScaler and
+    LogisticRegression pipeline, 3 folds: one graph averaging the three calibrated
+    models."""
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float64)
+    base = sk_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=300))
+    clf = CalibratedClassifier(base, clone(cal), cv=3).fit(X[:1200], y[:1200])
+    assert len(clf.calibrated_classifiers_) == 3
+    onx = to_onnx(clf, X[:5], dtype=np.float64)
+    assert_parity(clf, onx, X[1200:], tol=1e-9)
+
+
+@pytest.mark.parametrize("cal", [MatrixScalingCalibrator(), StructuredMatrixScalingCalibrator()])
+def test_warm_start_on_many_rows_reaches_the_same_fit(cal, monkeypatch):
+    """Above WARM_ROWS rows the fit starts from the fit on a regular subsample: the
+    optimum is the one reached from the identity."""
+    from bernonnx._core import affine_softmax
+
+    z, y = _logits(n=6000, k=3)
+    monkeypatch.setattr(affine_softmax, "WARM_ROWS", 2000)
+    warm = clone(cal).fit(z, y)
+    monkeypatch.setattr(affine_softmax, "WARM_ROWS", 10**9)
+    cold = clone(cal).fit(z, y)
+    np.testing.assert_allclose(warm.predict_proba(z), cold.predict_proba(z), atol=FIT_TOL)
+    w = np.ones(len(y))
+    assert _objective(warm, z, y, w) == pytest.approx(_objective(cold, z, y, w), rel=1e-12)
+
+
+@pytest.mark.parametrize("matrix", [True, False])
+def test_hessian_is_the_gradient_derivative(matrix):
+    """The full Hessian of the exact-step path against central differences of the
+    log loss's gradient, at a random point."""
+    from bernonnx._core.affine_softmax import _hessian, _unpack
+
+    rng = np.random.default_rng(1)
+    n, k = 60, 4
+    t, w, y = rng.normal(size=(n, k)), rng.uniform(0.5, 2.0, n), rng.integers(0, k, n)
+    size = k * k + k if matrix else 2 * k
+
+    def gradient(theta):
+        delta, b = _unpack(theta, k, matrix)
+        p = softmax(t + (t @ delta.T if matrix else t * delta) + b, axis=1)
+        g_a = w[:, None] * (p - np.eye(k)[y])
+        g_delta = g_a.T @ t if matrix else (g_a * t).sum(axis=0)
+        return np.r_[g_delta.ravel(), g_a.sum(axis=0)], p
+
+    theta = 0.1 * rng.normal(size=size)
+    numeric = np.array(
+        [
+            (gradient(theta + 1e-6 * e)[0] - gradient(theta - 1e-6 * e)[0]) / 2e-6
+            for e in np.eye(size)
+        ]
+    )
+    np.testing.assert_allclose(_hessian(t, gradient(theta)[1], w, matrix), numeric, atol=1e-7)
