@@ -3,6 +3,7 @@
 from . import metrics
 from ._version import __version__
 from .bernstein import BernsteinCalibrator
+from .binary import BetaCalibrator, QuadraticScalingCalibrator
 from .calibration import CalibratedClassifier
 from .fusion import FusionClassifier
 from .histogram import HistogramCalibrator, PlattHistogramCalibrator
@@ -14,6 +15,7 @@ from .temperature_bernstein import TemperatureBernsteinCalibrator
 
 __all__ = [
     "BernsteinCalibrator",
+    "BetaCalibrator",
     "CalibratedClassifier",
     "FusionClassifier",
     "HistogramCalibrator",
@@ -21,6 +23,7 @@ __all__ = [
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
+    "QuadraticScalingCalibrator",
     "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",
     "attach",

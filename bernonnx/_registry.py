@@ -126,13 +126,42 @@ CALIBRATORS: tuple[Entry, ...] = (
             Variant("platt", "PlattCalibrator(): Platt scaling"),
             Variant(
                 "platt-logodds",
-                "PlattCalibrator(log_odds=True): Platt on log-odds (scores must be in [0, 1])",
+                "PlattCalibrator(log_odds=True): Platt on log-odds (scores must be in [0, 1]); "
+                "CalArena's affine scaling",
                 _p(log_odds=True),
                 needs_probabilities=True,
-                aliases=("platt-log-odds",),
+                aliases=("platt-log-odds", "affine-scaling"),
             ),
         ),
         plot="bernonnx.plotting._hooks:PLATT",
+        stats="bernonnx.stats:ScoreStats",
+    ),
+    Entry(
+        "bernonnx.binary.beta:BetaCalibrator",
+        "bernonnx.converters.beta:emit_beta",
+        (
+            Variant(
+                "beta",
+                "BetaCalibrator(): Beta calibration (Kull et al. 2017), a, b >= 0; scores in "
+                "[0, 1] as probabilities, others as log-odds",
+                aliases=("beta-calibration",),
+            ),
+        ),
+        plot="bernonnx.plotting._hooks:BETA",
+        stats="bernonnx.stats:ScoreStats",
+    ),
+    Entry(
+        "bernonnx.binary.quadratic:QuadraticScalingCalibrator",
+        "bernonnx.converters.quadratic:emit_quadratic",
+        (
+            Variant(
+                "quadratic-scaling",
+                "QuadraticScalingCalibrator(): quadratic scaling of the logit, increasing on "
+                "the fitted range, linear beyond",
+                aliases=("quadratic",),
+            ),
+        ),
+        plot="bernonnx.plotting._hooks:QUADRATIC",
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(

@@ -56,6 +56,16 @@ def _reads_probabilities(calibrator) -> bool:
     )
 
 
+def _told_its_input(calibrator, method: str, log_odds: bool):
+    """A calibrator with ``input="auto"`` (``BetaCalibrator``, ...) told what its scores
+    are, rather than guessing from their range: probabilities from ``predict_proba``
+    without log-odds, log-odds otherwise (decision values, exact or clipped log-odds)."""
+    if getattr(calibrator, "input", None) != "auto":
+        return calibrator
+    kind = "proba" if method == "predict_proba" and not log_odds else "logits"
+    return clone(calibrator).set_params(input=kind)
+
+
 class CalibratedPair:
     """A fitted classifier and its per-class calibrators (one when binary).
 
@@ -189,7 +199,10 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         forest's probabilities pile up at +-34.5), and False for a calibrator
         that reads probabilities (``PlattCalibrator(log_odds=True)`` takes their
         log-odds itself, ``TemperatureCalibrator(input="proba")`` their logs).
-        ``log_odds_`` is the choice.
+        ``log_odds_`` is the choice. A calibrator with ``input="auto"``
+        (``BetaCalibrator``, ``QuadraticScalingCalibrator``) is then told what
+        its scores are: ``"proba"`` for probabilities, ``"logits"`` for
+        decision values and log-odds.
 
     Attributes
     ----------
@@ -293,6 +306,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
             # models worse: the default there contains the identity and
             # temperature scaling and adds a correction only where 5-fold log loss says so
             calibrator = _multiclass_default(method, log_odds)
+        calibrator = _told_its_input(calibrator, method, log_odds)
         fit_kw = dict(fit_params)
         if not frozen:
             fit_kw = fit_kwargs(

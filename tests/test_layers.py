@@ -54,6 +54,7 @@ LAYERS = {
     "bernonnx._core.keybins": CORE,
     "bernonnx._core.pav": CORE,
     "bernonnx._core.sigmoid": CORE,
+    "bernonnx._core.logistic": CORE,
     # sources: rows in chunks, and the engines that hold them
     "bernonnx._core.sources": SOURCES,
     "bernonnx._core.parquet": SOURCES,
@@ -70,6 +71,7 @@ LAYERS = {
     "bernonnx.multivariate": ESTIMATORS,
     "bernonnx.temperature": ESTIMATORS,
     "bernonnx.temperature_bernstein": ESTIMATORS,
+    "bernonnx.binary.*": ESTIMATORS,
     # meta-estimators
     "bernonnx.calibration": META,
     "bernonnx.fusion": META,
