@@ -98,9 +98,14 @@ def fit_nonnegative_logistic(
     scale[~(scale > 0)] = 1.0
     G = F / scale
     start = np.zeros(F.shape[1])
+    # a constant constrained feature (constant scores) is collinear with the intercept:
+    # its coefficient is 0, not an arbitrary point of a flat valley
+    constant = tuple(j for j in nonnegative if np.ptp(F[:, j]) == 0)
     best, best_loss = None, np.inf
     for k in range(len(nonnegative) + 1):
         for fixed in combinations(nonnegative, k):
+            if not set(constant) <= set(fixed):
+                continue
             free = [j for j in range(F.shape[1]) if j not in fixed]
             theta = np.zeros(F.shape[1])
             theta[free] = _newton(G[:, free], soft, w, start[free])
@@ -109,7 +114,7 @@ def fit_nonnegative_logistic(
             loss = _loss(G, soft, w, theta)
             if loss < best_loss:
                 best, best_loss = theta, loss
-        if best is not None and k == 0:
-            break  # the unconstrained optimum is feasible: it is the optimum
+        if best is not None and k == len(constant):
+            break  # the least constrained face is feasible: it is the optimum
     # the face with every constrained coefficient at 0 is always feasible
     return best / scale

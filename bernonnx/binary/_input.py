@@ -12,7 +12,7 @@ from numbers import Real
 
 import numpy as np
 
-from .._validation import Interval, StrOptions
+from bernonnx._validation import Interval, StrOptions
 
 #: The parameters every binary map here shares.
 INPUT_CONSTRAINTS: dict = {

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
-from .._core.logistic import fit_nonnegative_logistic
-from .._validation import _fit_context
+from bernonnx._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
+from bernonnx._core.logistic import fit_nonnegative_logistic
+from bernonnx._validation import _fit_context
+
 from ._input import INPUT_CONSTRAINTS, log_p_and_log_q, resolve_input
 
 __all__ = ["BetaCalibrator"]
@@ -141,4 +142,5 @@ class BetaCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
 
     def _evaluate(self, s):
         x1, x2 = log_p_and_log_q(self, s)
-        return expit(self.a_ * x1 + self.b_ * x2 + self.intercept_)
+        with np.errstate(over="ignore"):  # log-odds near the float max: +-inf, as the graph
+            return expit(self.a_ * x1 + self.b_ * x2 + self.intercept_)

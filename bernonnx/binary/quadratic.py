@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
-from .._core.logistic import fit_nonnegative_logistic
-from .._validation import _fit_context
+from bernonnx._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
+from bernonnx._core.logistic import fit_nonnegative_logistic
+from bernonnx._validation import _fit_context
+
 from ._input import INPUT_CONSTRAINTS, logit, resolve_input
 
 __all__ = ["QuadraticScalingCalibrator"]
@@ -25,10 +26,12 @@ def quadratic_eta(est, s: np.ndarray) -> np.ndarray:
     u = np.minimum(np.maximum(l, est.low_), est.high_)
     v = (u - est.center_) / est.half_width_
     inner = est.intercept_ + est.linear_ * v + est.quadratic_ * (v * v)
-    # quarters: l - low cannot overflow, and a zero tail slope never meets an infinity
-    below = np.minimum(l * 0.25 - est.low_ * 0.25, 0.0) * (4.0 * est.slope_low_)
-    above = np.maximum(l * 0.25 - est.high_ * 0.25, 0.0) * (4.0 * est.slope_high_)
-    return inner + below + above
+    # quarters: l - low cannot overflow, and a zero tail slope never meets an infinity;
+    # a tail beyond the float range is +-inf, probability 0 or 1, as in the graph
+    with np.errstate(over="ignore"):
+        below = np.minimum(l * 0.25 - est.low_ * 0.25, 0.0) * (4.0 * est.slope_low_)
+        above = np.maximum(l * 0.25 - est.high_ * 0.25, 0.0) * (4.0 * est.slope_high_)
+        return inner + below + above
 
 
 class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
