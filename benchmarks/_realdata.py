@@ -334,7 +334,7 @@ OUTCOMES = ("exact", "off", "refused", "error")
 
 
 #: The registry calibrators a cell can name besides the default Bernstein one.
-CALIBRATIONS = ("beta", "quadratic-scaling")
+CALIBRATIONS = ("beta", "quadratic-scaling", "venn-abers")
 
 
 def calibration_options(calibration: str) -> dict:

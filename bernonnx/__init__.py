@@ -3,7 +3,7 @@
 from . import metrics
 from ._version import __version__
 from .bernstein import BernsteinCalibrator
-from .binary import BetaCalibrator, QuadraticScalingCalibrator
+from .binary import BetaCalibrator, QuadraticScalingCalibrator, VennAbersCalibrator
 from .calibration import CalibratedClassifier
 from .fusion import FusionClassifier
 from .histogram import HistogramCalibrator, PlattHistogramCalibrator
@@ -26,6 +26,7 @@ __all__ = [
     "QuadraticScalingCalibrator",
     "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",
+    "VennAbersCalibrator",
     "attach",
     "check_parity",
     "metrics",

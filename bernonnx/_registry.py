@@ -165,6 +165,20 @@ CALIBRATORS: tuple[Entry, ...] = (
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
+        "bernonnx.binary.venn_abers:VennAbersCalibrator",
+        "bernonnx.converters.venn_abers:emit_venn_abers",
+        (
+            Variant(
+                "venn-abers",
+                "VennAbersCalibrator(): inductive Venn-Abers (IVAP), the merged probability "
+                "of the interval (p0, p1)",
+                aliases=("ivap",),
+            ),
+        ),
+        plot="bernonnx.plotting._hooks:VENN_ABERS",
+        stats="bernonnx.stats:ScoreStats",
+    ),
+    Entry(
         "bernonnx.isotonic:IsotonicCalibrator",
         "bernonnx.converters.isotonic:emit_isotonic",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),

@@ -30,7 +30,12 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from benchmarks._realdata import DataMissing, calibration_scores
-from bernonnx import BetaCalibrator, CalibratedClassifier, QuadraticScalingCalibrator
+from bernonnx import (
+    BetaCalibrator,
+    CalibratedClassifier,
+    QuadraticScalingCalibrator,
+    VennAbersCalibrator,
+)
 from bernonnx._core.logistic import fit_nonnegative_logistic, platt_targets
 from bernonnx.export import check_parity, to_onnx
 
@@ -312,3 +317,106 @@ def test_graph_on_real_scores(cls):
         g = s.astype(dtype)[:, None]
         _, proba = run_onnx(to_onnx(cal, typed(g[:1], dtype), dtype=dtype), g)
         np.testing.assert_allclose(proba, cal.predict_proba(g), atol=tolerance(dtype), rtol=0)
+
+
+# ----------------------------------------------------------------------------- Venn-Abers
+
+
+def va_scores(n, seed, decimals=None):
+    rng = np.random.default_rng(seed)
+    p = rng.random(n)
+    if decimals is not None:
+        p = np.round(p, decimals)  # ties: many rows per distinct score
+    return p, (rng.random(n) < p).astype(int)
+
+
+@pytest.mark.parametrize("n, decimals", [(12, None), (300, None), (5000, 2), (20000, None)])
+def test_venn_abers_equals_the_venn_abers_package(n, decimals):
+    venn_abers = pytest.importorskip("venn_abers")
+    p, y = va_scores(n, n, decimals)
+    if y.min() == y.max():
+        y[0] = 1 - y[0]
+    ref = venn_abers.VennAbers().fit(np.column_stack([1 - p, p]), y)
+    cal = VennAbersCalibrator().fit(p, y)
+    test = np.r_[np.random.default_rng(1).random(2000), p[:300], -1.0, 0.0, 1.0, 2.0]
+    merged, interval = ref.predict_proba(np.column_stack([1 - test, test]))
+    np.testing.assert_array_equal(cal.predict_interval(test), interval)
+    np.testing.assert_array_equal(cal.predict_proba(test), merged)
+
+
+def test_venn_abers_interval_is_two_isotonic_regressions():
+    # the definition: p0 (p1) is the isotonic fit with the test object labelled 0 (1)
+    from sklearn.isotonic import IsotonicRegression
+
+    p, y = va_scores(200, 3)
+    cal = VennAbersCalibrator().fit(p, y)
+    for s in np.r_[np.random.default_rng(4).random(30), p[:10]]:
+        bounds = []
+        for label in (0, 1):
+            iso = IsotonicRegression().fit(np.r_[p, s], np.r_[y, label])
+            bounds.append(iso.predict([s])[0])
+        np.testing.assert_allclose(cal.predict_interval([s])[0], bounds, atol=1e-12)
+
+
+def test_venn_abers_monotone_weights_and_order():
+    p, y = va_scores(800, 5, decimals=2)
+    k = np.random.default_rng(0).integers(0, 4, p.shape[0])
+    weighted = VennAbersCalibrator().fit(p, y, sample_weight=k)
+    repeated = VennAbersCalibrator().fit(np.repeat(p, k), np.repeat(y, k))
+    order = np.random.default_rng(1).permutation(p.shape[0])
+    shuffled = VennAbersCalibrator().fit(p[order], y[order], sample_weight=k[order])
+    g = np.r_[-1.0, np.linspace(0, 1, 4001), 2.0]
+    np.testing.assert_allclose(
+        weighted.predict_interval(g), repeated.predict_interval(g), atol=1e-12
+    )
+    np.testing.assert_array_equal(weighted.predict_proba(g), shuffled.predict_proba(g))
+    interval = weighted.predict_interval(g)
+    assert np.all(np.diff(interval, axis=0) >= 0)  # p0 and p1 non-decreasing
+    assert np.all(interval[:, 0] <= interval[:, 1] + 1e-12)
+    assert np.all(np.diff(weighted.predict_proba(g)[:, 1]) >= 0)
+    # only the order of the scores matters
+    logit = VennAbersCalibrator().fit(np.log(p + 1e-3) - np.log1p(1e-3 - p), y)
+    np.testing.assert_array_equal(
+        logit.predict_interval(np.log(g[1:-1] + 1e-3) - np.log1p(1e-3 - g[1:-1])),
+        VennAbersCalibrator().fit(p, y).predict_interval(g[1:-1]),
+    )
+
+
+def test_venn_abers_partial_fit_equals_fit():
+    p, y = va_scores(3000, 2, decimals=3)
+    streamed = VennAbersCalibrator()
+    for chunk in np.array_split(np.arange(p.shape[0]), 5):
+        streamed.partial_fit(p[chunk], y[chunk], classes=[0, 1])
+    g = np.linspace(-0.1, 1.1, 1001)
+    np.testing.assert_array_equal(
+        streamed.predict_proba(g), VennAbersCalibrator().fit(p, y).predict_proba(g)
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("decimals", [None, 3])
+def test_venn_abers_graph_equals_predict_proba(dtype, decimals):
+    p, y = va_scores(5000, 7, decimals)
+    cal = VennAbersCalibrator().fit(p, y)
+    g = np.r_[np.random.default_rng(8).random(3000), p, -1e30, 1e30, 0.0, 1.0]
+    g = g.astype(dtype)[:, None]
+    label, proba = run_onnx(to_onnx(cal, typed(g[:1], dtype), dtype=dtype), g)
+    np.testing.assert_allclose(proba, cal.predict_proba(g), atol=tolerance(dtype), rtol=0)
+    # labels: the graph's ArgMax reads the float64 probabilities, Python the float32 ones;
+    # a merged probability within float32 rounding of 1/2 may be labelled either way
+    exact = cal.predict_proba(g.astype(np.float64))[:, 1]
+    clear = np.abs(exact - 0.5) > 1e-7
+    np.testing.assert_array_equal(label[clear], cal.predict(g)[clear])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_venn_abers_inside_calibrated_classifier(n_classes):
+    X, y = make_classification(
+        1500, n_features=6, n_informative=4, n_classes=n_classes, random_state=2
+    )
+    for base in (LinearSVC(), RandomForestClassifier(30, random_state=0)):
+        clf = CalibratedClassifier(base, VennAbersCalibrator(), cv=2).fit(X[:1000], y[:1000])
+        for dtype in (np.float32, np.float64):
+            data = typed(X, dtype)
+            report = check_parity(clf, to_onnx(clf, data[:1], dtype=dtype), data[1000:])
+            assert report["max_abs_error"] <= tolerance(dtype), report

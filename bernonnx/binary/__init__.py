@@ -11,5 +11,6 @@ logit is :class:`bernonnx.PlattCalibrator` (``log_odds=True`` on probabilities).
 
 from .beta import BetaCalibrator
 from .quadratic import QuadraticScalingCalibrator
+from .venn_abers import VennAbersCalibrator
 
-__all__ = ["BetaCalibrator", "QuadraticScalingCalibrator"]
+__all__ = ["BetaCalibrator", "QuadraticScalingCalibrator", "VennAbersCalibrator"]

@@ -199,6 +199,14 @@ class _Quadratic(CurveHooks):
         return ends[(ends >= lo) & (ends <= hi)]
 
 
+class _VennAbers(CurveHooks):
+    def default_range(self, cal):
+        return _padded(float(cal.scores_[0]), float(cal.scores_[-1]))
+
+    def jumps(self, cal, lo, hi):
+        return _steps(cal.scores_, lo, hi)
+
+
 class _MultivariateBernstein(SurfaceHooks):
     def column_range(self, cal, column):
         params = _transform_params(cal, column)
@@ -216,6 +224,7 @@ HISTOGRAM = _Histogram()
 MULTIVARIATE_BERNSTEIN = _MultivariateBernstein()
 BETA = _Beta()
 QUADRATIC = _Quadratic()
+VENN_ABERS = _VennAbers()
 
 
 def hooks_for(estimator) -> CurveHooks | SurfaceHooks | None:

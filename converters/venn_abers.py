@@ -1,0 +1,74 @@
+"""ONNX converter of :class:`bernonnx.VennAbersCalibrator` (mirrors
+``bernonnx/binary/venn_abers.py``).
+
+On the float64 score ``s`` (N, 1), with the ``k`` distinct calibration scores ``c``
+laid out in ``ceil(sqrt(k))`` blocks of ``ceil(sqrt(k))`` (padded with +inf, which no
+finite score reaches)::
+
+    b_le = #{block starts <= s};  n_le = b_le * width + #{c in block b_le <= s}
+    b_lt = #{block starts <  s};  n_lt = b_lt * width + #{c in block b_lt <  s}
+    p0 = Gather(p0_, n_le);  p1 = Gather(p1_, n_lt)
+    p = p1 / ((1 - p0) + p1);  pair: Concat(1 - p, p)
+
+``numpy.searchsorted`` counts the same (``"right"``: ``<=``, ``"left"``: ``<``), in
+2 sqrt(k) comparisons per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from bernonnx.converters._graph import GraphWriter
+
+I64 = TensorProto.INT64
+
+
+def count_at_most(g: GraphWriter, s: str, values: np.ndarray, strict: bool) -> str:
+    """``#{values < s}`` (``strict``) or ``#{values <= s}`` per row, int64 (N, 1), for
+    increasing ``values``: the block of ``s`` first, then the values inside it."""
+    op = "Less" if strict else "LessOrEqual"
+    k = values.shape[0]
+    width = int(np.ceil(np.sqrt(k)))
+    n_blocks = int(np.ceil(k / width))
+    blocks = np.full(n_blocks * width, np.inf)
+    blocks[:k] = values
+    blocks = blocks.reshape(n_blocks, width)
+    axis = g.const("axis", [1], I64)
+
+    def count(table: str) -> str:
+        hits = g.node("Cast", [g.node(op, [table, s])], to=I64)
+        return g.node("ReduceSum", [hits, axis], keepdims=1)
+
+    block = count(g.const("starts", blocks[1:, 0][None, :]))  # (N, 1)
+    rows = g.node(
+        "Gather", [g.const("blocks", blocks), g.node("Squeeze", [block, axis])], axis=0
+    )  # (N, width)
+    inside = count(rows)
+    return g.node(
+        "Add", [g.node("Mul", [block, g.const("width", [[width]], I64)]), inside], "count"
+    )
+
+
+def emit_venn_abers(
+    g: GraphWriter, scores: str, cal, *, pair: bool = False, basis: str = "exp"
+) -> str:
+    """P(y = 1) (N, 1), or ``[1 - p, p]`` (N, 2) with ``pair``, of the (N, 1) float64
+    ``scores``. ``basis`` (the Bernstein basis option) does not apply."""
+    c = np.asarray(cal.scores_, dtype=np.float64)
+    n_le = count_at_most(g, scores, c, strict=False)
+    n_lt = count_at_most(g, scores, c, strict=True)
+    p0 = _table(g, "p0", cal.p0_, n_le)
+    p1 = _table(g, "p1", cal.p1_, n_lt)
+    one = g.const("one", 1.0)
+    p = g.node("Div", [p1, g.node("Add", [g.node("Sub", [one, p0]), p1])], "p")
+    if not pair:
+        return p
+    return g.node("Concat", [g.node("Sub", [one, p], "one_minus_p"), p], axis=1)
+
+
+def _table(g: GraphWriter, name: str, values: np.ndarray, index: str) -> str:
+    """``values[index]`` (N, 1) for an int64 (N, 1) ``index``."""
+    return g.node(
+        "Gather", [g.const(name, np.asarray(values, dtype=np.float64)), index], name, axis=0
+    )
