@@ -66,6 +66,10 @@ class Entry:
         ``partial_fit``, ``stats_for``, ``CalibrationStats.from_bytes``), or None if
         it has none. A statistics blob names its calibrator; only the entries with
         statistics are looked up, and nothing else is ever called.
+    interval : str or None
+        ``"module:function"`` emitting an extra (N, 2) float64 graph output
+        ``interval`` of the calibrator alone (``emit(g, scores, cal) -> str``), the
+        Python side being its ``predict_interval``; None for none.
     """
 
     cls: str
@@ -75,6 +79,7 @@ class Entry:
     plot: str | None = None
     multiclass: bool = False
     stats: str | None = None
+    interval: str | None = None
 
     @property
     def name(self) -> str:
@@ -177,6 +182,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         ),
         plot="bernonnx.plotting._hooks:VENN_ABERS",
         stats="bernonnx.stats:ScoreStats",
+        interval="bernonnx.converters.venn_abers:emit_venn_abers_interval",
     ),
     Entry(
         "bernonnx.isotonic:IsotonicCalibrator",

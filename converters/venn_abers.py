@@ -9,6 +9,7 @@ finite score reaches)::
     b_lt = #{block starts <  s};  n_lt = b_lt * width + #{c in block b_lt <  s}
     p0 = Gather(p0_, n_le);  p1 = Gather(p1_, n_lt)
     p = p1 / ((1 - p0) + p1);  pair: Concat(1 - p, p)
+    interval (the calibrator alone, an extra float64 output): Concat(p0, p1)
 
 ``numpy.searchsorted`` counts the same (``"right"``: ``<=``, ``"left"``: ``<``), in
 2 sqrt(k) comparisons per row.
@@ -50,16 +51,25 @@ def count_at_most(g: GraphWriter, s: str, values: np.ndarray, strict: bool) -> s
     )
 
 
+def bounds(g: GraphWriter, scores: str, cal) -> tuple[str, str]:
+    """``p0`` and ``p1`` (N, 1) of the (N, 1) float64 ``scores``."""
+    c = np.asarray(cal.scores_, dtype=np.float64)
+    p0 = _table(g, "p0", cal.p0_, count_at_most(g, scores, c, strict=False))
+    p1 = _table(g, "p1", cal.p1_, count_at_most(g, scores, c, strict=True))
+    return p0, p1
+
+
+def emit_venn_abers_interval(g: GraphWriter, scores: str, cal) -> str:
+    """The interval ``[p0, p1]`` (N, 2) of ``predict_interval``."""
+    return g.node("Concat", list(bounds(g, scores, cal)), "interval", axis=1)
+
+
 def emit_venn_abers(
     g: GraphWriter, scores: str, cal, *, pair: bool = False, basis: str = "exp"
 ) -> str:
     """P(y = 1) (N, 1), or ``[1 - p, p]`` (N, 2) with ``pair``, of the (N, 1) float64
     ``scores``. ``basis`` (the Bernstein basis option) does not apply."""
-    c = np.asarray(cal.scores_, dtype=np.float64)
-    n_le = count_at_most(g, scores, c, strict=False)
-    n_lt = count_at_most(g, scores, c, strict=True)
-    p0 = _table(g, "p0", cal.p0_, n_le)
-    p1 = _table(g, "p1", cal.p1_, n_lt)
+    p0, p1 = bounds(g, scores, cal)
     one = g.const("one", 1.0)
     p = g.node("Div", [p1, g.node("Add", [g.node("Sub", [one, p0]), p1])], "p")
     if not pair:

@@ -420,3 +420,42 @@ def test_venn_abers_inside_calibrated_classifier(n_classes):
             data = typed(X, dtype)
             report = check_parity(clf, to_onnx(clf, data[:1], dtype=dtype), data[1000:])
             assert report["max_abs_error"] <= tolerance(dtype), report
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_venn_abers_interval_is_an_extra_graph_output(dtype):
+    from bernonnx.deploy import run_onnx as run_named
+
+    p, y = va_scores(4000, 9)
+    cal = VennAbersCalibrator().fit(p, y)
+    g = np.r_[np.random.default_rng(3).random(2000), p, -1.0, 2.0].astype(dtype)[:, None]
+    onx = to_onnx(cal, g[:1], dtype=dtype)
+    assert [o.name for o in onx.graph.output] == ["label", "probabilities", "interval"]
+    out = run_named(onx, {onx.graph.input[0].name: g})
+    assert out["interval"].dtype == np.float64  # computed and given in float64
+    np.testing.assert_array_equal(out["interval"], cal.predict_interval(g))
+    np.testing.assert_allclose(
+        out["probabilities"], cal.predict_proba(g), atol=tolerance(dtype), rtol=0
+    )
+
+
+def test_venn_abers_attached_to_a_model_graph_keeps_its_interval():
+    import skl2onnx
+
+    from bernonnx import attach
+    from bernonnx.deploy import run_onnx as run_named
+
+    X, y = make_classification(2000, n_features=5, random_state=0)
+    model = LogisticRegression().fit(X[:1000], y[:1000])
+    onx = skl2onnx.to_onnx(model, X[:1].astype(np.float32), options={"zipmap": False})
+    # the model graph's own scores (a step map reads them as they are, to the last bit)
+    feed = {onx.graph.input[0].name: X[1000:].astype(np.float32)}
+    probabilities = run_named(onx, feed)["probabilities"][:, 1]
+    cal = VennAbersCalibrator().fit(probabilities, y[1000:])
+    merged = attach(onx, cal, output="probabilities", column=1)
+    out = run_named(merged, {merged.graph.input[0].name: X[1000:].astype(np.float32)})
+    assert [o.name for o in merged.graph.output] == ["label", "probabilities", "interval"]
+    np.testing.assert_array_equal(out["interval"], cal.predict_interval(probabilities))
+    np.testing.assert_allclose(
+        out["probabilities"], cal.predict_proba(probabilities), atol=1e-6, rtol=0
+    )
