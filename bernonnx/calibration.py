@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import cross_val_predict
 from sklearn.svm import LinearSVC
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import NoneDefaultsMixin
@@ -98,6 +99,28 @@ class CalibratedPair:
             ],
             self.classes.shape[0],
         )
+
+    def predict_interval(self, X):
+        """Each calibrator's ``predict_interval`` of its score column: ``(n, 2)`` for two
+        classes, ``(n, K, 2)`` one-vs-rest (per class, not renormalised)."""
+        scores = response_scores(
+            self.estimator, X, self.response_method, self.log_odds, self.classes
+        )
+        bounds = [
+            cal.predict_interval(col)
+            for cal, col in zip(self.calibrators, score_columns(scores), strict=True)
+        ]
+        return bounds[0] if len(bounds) == 1 else np.stack(bounds, axis=1)
+
+
+def _gives_intervals(clf) -> bool:
+    """Every calibrator of the fitted ``clf`` has ``predict_interval`` (Venn-Abers)."""
+    check_is_fitted(clf)
+    return all(
+        hasattr(cal, "predict_interval")
+        for pair in clf.calibrated_classifiers_
+        for cal in pair.calibrators
+    )
 
 
 def is_multiclass_calibrator(calibrator) -> bool:
@@ -406,6 +429,29 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         """Class with the highest calibrated probability."""
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    @available_if(_gives_intervals)
+    def predict_interval(self, X):
+        """The calibrators' intervals, the mean over ``calibrated_classifiers_``.
+
+        Available when every calibrator has ``predict_interval``
+        (:class:`~bernonnx.VennAbersCalibrator`): with one pair (a
+        ``FrozenEstimator``, or ``ensemble=False``) the Venn-Abers interval
+        ``(p0, p1)`` of the positive class's score; with one pair per fold, each
+        bound's mean over the folds. The ONNX export adds it as the float64
+        output ``interval``.
+
+        Returns
+        -------
+        interval : ndarray of shape (n_samples, 2), or (n_samples, n_classes, 2)
+            ``[p0, p1]``; per class (one-vs-rest, not renormalised) for more than
+            two classes.
+        """
+        total = None
+        for pair in self.calibrated_classifiers_:
+            bounds = pair.predict_interval(X)
+            total = bounds if total is None else total + bounds
+        return total / len(self.calibrated_classifiers_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -330,6 +330,11 @@ def va_scores(n, seed, decimals=None):
     return p, (rng.random(n) < p).astype(int)
 
 
+#: the reference package's own warning on an all-NaN slice of its search
+REFERENCE_WARNING = "ignore:All-NaN slice:RuntimeWarning"
+
+
+@pytest.mark.filterwarnings(REFERENCE_WARNING)
 @pytest.mark.parametrize("n, decimals", [(12, None), (300, None), (5000, 2), (20000, None)])
 def test_venn_abers_equals_the_venn_abers_package(n, decimals):
     venn_abers = pytest.importorskip("venn_abers")
@@ -458,4 +463,61 @@ def test_venn_abers_attached_to_a_model_graph_keeps_its_interval():
     np.testing.assert_array_equal(out["interval"], cal.predict_interval(probabilities))
     np.testing.assert_allclose(
         out["probabilities"], cal.predict_proba(probabilities), atol=1e-6, rtol=0
+    )
+
+
+@pytest.mark.filterwarnings(REFERENCE_WARNING)
+def test_venn_abers_one_vs_rest_equals_the_packages_one_vs_all():
+    venn_abers = pytest.importorskip("venn_abers")
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = make_classification(3000, n_features=8, n_informative=5, n_classes=3, random_state=4)
+    model = RandomForestClassifier(50, random_state=0).fit(X[:1000], y[:1000])
+    clf = CalibratedClassifier(
+        FrozenEstimator(model), VennAbersCalibrator(), response_method="predict_proba"
+    ).fit(X[1000:2000], y[1000:2000])
+    p_cal, p_test = model.predict_proba(X[1000:2000]), model.predict_proba(X[2000:])
+    expected, bounds = venn_abers.venn_abers.predict_proba_prefitted_va(
+        p_cal, y[1000:2000], p_test, va_tpe="one_vs_all"
+    )
+    np.testing.assert_allclose(clf.predict_proba(X[2000:]), expected, atol=1e-15)
+    interval = clf.predict_interval(X[2000:])
+    assert interval.shape == (1000, 3, 2)
+    for k in range(3):
+        np.testing.assert_array_equal(interval[:, k], bounds[k])
+
+
+@pytest.mark.parametrize("n_classes, cv", [(2, "prefit"), (2, 3), (3, "prefit"), (3, 2)])
+def test_venn_abers_interval_output_of_calibrated_classifier(n_classes, cv):
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = make_classification(
+        2500, n_features=6, n_informative=4, n_classes=n_classes, random_state=5
+    )
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(6)])
+    model = make_pipeline(StandardScaler(), LogisticRegression())
+    if cv == "prefit":
+        clf = CalibratedClassifier(
+            FrozenEstimator(model.fit(frame[:1000], y[:1000])), VennAbersCalibrator()
+        )
+    else:
+        clf = CalibratedClassifier(model, VennAbersCalibrator(), cv=cv)
+    clf.fit(frame[1000:2000], y[1000:2000])
+    test = frame[2000:]
+    expected = clf.predict_interval(test)
+    assert expected.shape == ((500, 2) if n_classes == 2 else (500, n_classes, 2))
+    onx = to_onnx(clf, test[:1], dtype=np.float64)
+    assert [o.name for o in onx.graph.output] == ["label", "probabilities", "interval"]
+    _, _, interval = run_onnx(onx, test)
+    np.testing.assert_allclose(interval, expected, atol=1e-12, rtol=0)
+    report = check_parity(clf, onx, test)
+    assert report["max_abs_error"] <= tolerance(np.float64), report
+
+
+def test_predict_interval_only_where_every_calibrator_has_one():
+    X, y = make_classification(600, random_state=0)
+    clf = CalibratedClassifier(LogisticRegression(), BetaCalibrator(), cv=2).fit(X, y)
+    assert not hasattr(clf, "predict_interval")
+    assert not hasattr(
+        CalibratedClassifier(LogisticRegression(), VennAbersCalibrator()), "predict_interval"
     )
