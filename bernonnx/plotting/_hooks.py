@@ -204,7 +204,8 @@ class _VennAbers(CurveHooks):
         return _padded(float(cal.scores_[0]), float(cal.scores_[-1]))
 
     def jumps(self, cal, lo, hi):
-        return _steps(cal.scores_, lo, hi)
+        # p0 steps at each calibration score, p1 just above it: both, inside [lo, hi]
+        return _steps(cal.scores_[cal.scores_ < hi], lo, hi)
 
 
 class _MultivariateBernstein(SurfaceHooks):
