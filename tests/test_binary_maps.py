@@ -405,7 +405,7 @@ def test_venn_abers_graph_equals_predict_proba(dtype, decimals):
     cal = VennAbersCalibrator().fit(p, y)
     g = np.r_[np.random.default_rng(8).random(3000), p, -1e30, 1e30, 0.0, 1.0]
     g = g.astype(dtype)[:, None]
-    label, proba = run_onnx(to_onnx(cal, typed(g[:1], dtype), dtype=dtype), g)
+    label, proba, _ = run_onnx(to_onnx(cal, typed(g[:1], dtype), dtype=dtype), g)
     np.testing.assert_allclose(proba, cal.predict_proba(g), atol=tolerance(dtype), rtol=0)
     # labels: the graph's ArgMax reads the float64 probabilities, Python the float32 ones;
     # a merged probability within float32 rounding of 1/2 may be labelled either way

@@ -103,7 +103,7 @@ class BetaCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     >>> y = rng.random(4000) < 1 / (1 + (1 - p) ** 2 / p**0.5)
     >>> cal = BetaCalibrator().fit(p, y)
     >>> cal.input_, round(cal.a_, 1), round(cal.b_, 1), round(cal.intercept_, 1)
-    ('proba', 0.5, 1.9, -0.0)
+    ('proba', 0.6, 2.1, 0.0)
     """
 
     _parameter_constraints: dict = dict(INPUT_CONSTRAINTS)
