@@ -9,9 +9,10 @@ evaluates (see the Notes).
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from bernonnx._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
-from bernonnx._validation import _fit_context
+from bernonnx._validation import _fit_context, predict_scores
 
 __all__ = ["VennAbersCalibrator"]
 
@@ -155,23 +156,27 @@ class VennAbersCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
         return self
 
     def predict_interval(self, X):
-        """The Venn-Abers interval ``[p0, p1]`` of each score, shape ``(n_samples, 2)``."""
-        p0, p1 = self._interval(X)
-        return np.stack([p0, p1], axis=1)
+        """The Venn-Abers interval ``[p0, p1]`` of each score.
 
-    def _interval(self, X):
-        self._refit_if_stale()
-        from sklearn.utils.validation import check_is_fitted
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, 1)
 
-        from bernonnx._validation import predict_scores
-
+        Returns
+        -------
+        interval : ndarray of shape (n_samples, 2)
+            ``p0 <= p1`` in float64 (the graph's ``interval`` output), whatever the
+            scores' dtype: the table values are float64 fractions of weights.
+        """
+        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx._base.PartialFitMixin)
         check_is_fitted(self)
-        s = predict_scores(self, X).astype(np.float64)
+        return np.stack(self._bounds(predict_scores(self, X).astype(np.float64)), axis=1)
+
+    def _bounds(self, s):
         p0 = self.p0_[np.searchsorted(self.scores_, s, "right")]
         p1 = self.p1_[np.searchsorted(self.scores_, s, "left")]
         return p0, p1
 
     def _evaluate(self, s):
-        p0 = self.p0_[np.searchsorted(self.scores_, s, "right")]
-        p1 = self.p1_[np.searchsorted(self.scores_, s, "left")]
+        p0, p1 = self._bounds(s)
         return p1 / (1.0 - p0 + p1)
