@@ -521,3 +521,17 @@ def test_predict_interval_only_where_every_calibrator_has_one():
     assert not hasattr(
         CalibratedClassifier(LogisticRegression(), VennAbersCalibrator()), "predict_interval"
     )
+
+
+@pytest.mark.parametrize("cls", [*MAPS, VennAbersCalibrator])
+def test_statistics_blob_round_trip(cls):
+    from bernonnx.stats import CalibrationStats
+
+    s, y = scores(2000, 6, "proba")
+    streamed = cls()
+    for chunk in np.array_split(np.arange(s.shape[0]), 3):
+        streamed.partial_fit(s[chunk], y[chunk], classes=[0, 1])
+    restored = CalibrationStats.from_bytes(streamed.stats_.to_bytes()).fit()
+    assert type(restored) is cls
+    g = grid("proba")
+    np.testing.assert_array_equal(restored.predict_proba(g), streamed.predict_proba(g))
