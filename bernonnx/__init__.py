@@ -10,6 +10,7 @@ from .histogram import HistogramCalibrator, PlattHistogramCalibrator
 from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
+from .shift import PriorShiftAdapter
 from .temperature import TemperatureCalibrator
 from .temperature_bernstein import TemperatureBernsteinCalibrator
 
@@ -23,6 +24,7 @@ __all__ = [
     "MultivariateBernsteinCalibrator",
     "PlattCalibrator",
     "PlattHistogramCalibrator",
+    "PriorShiftAdapter",
     "QuadraticScalingCalibrator",
     "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",

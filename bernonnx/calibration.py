@@ -17,6 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import NoneDefaultsMixin
+from ._core.priors import class_prior
 from ._meta import (
     as_scores,
     check_fit_data,
@@ -83,6 +84,9 @@ class CalibratedPair:
         self.log_odds = log_odds
         #: "log_proba", "proba" or None: see ``log_odds_source``
         self.log_odds_from = log_odds_source(estimator, response_method, log_odds)
+        #: weighted class frequencies of the calibrators' rows, and their total weight
+        self.prior = None
+        self.weight = None
 
     def predict_proba(self, X):
         """One-vs-rest calibrated probabilities, rows renormalised to sum to 1; a
@@ -135,6 +139,16 @@ def is_multiclass_calibrator(calibrator) -> bool:
 def _fit_calibrators(
     estimator, scores, y_enc, classes, calibrator, sample_weight, method, log_odds
 ):
+    pair = _calibrated(
+        estimator, scores, y_enc, classes, calibrator, sample_weight, method, log_odds
+    )
+    # the priors the calibrators were fitted for: what a prior shift is measured from
+    pair.prior = class_prior(y_enc, classes.shape[0], sample_weight)
+    pair.weight = float(len(y_enc) if sample_weight is None else np.sum(sample_weight))
+    return pair
+
+
+def _calibrated(estimator, scores, y_enc, classes, calibrator, sample_weight, method, log_odds):
     if scores.ndim == 2 and is_multiclass_calibrator(calibrator):
         # one calibrator of the K columns, on the encoded labels 0..K-1 (column order)
         cal = clone(calibrator).fit(scores, y_enc, sample_weight=sample_weight)
@@ -237,6 +251,15 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         The resolved score method.
     log_odds_ : bool
         Whether each class's log-odds were calibrated (``log_odds`` resolved).
+    calibration_prior_ : ndarray of shape (n_classes,)
+        The class priors the calibrated probabilities are calibrated for: the class
+        frequencies of the rows the calibrators were fitted on, weighted by
+        ``sample_weight`` (a weight of 2 counts a row twice). With folds, every
+        fold's calibration rows, each counted once per fold it calibrated in (with
+        a partition such as the default stratified folds: all rows, once); the
+        average of the fold pairs' probabilities is calibrated for this mixture.
+        :class:`~bernonnx.shift.PriorShiftAdapter` moves the probabilities to other
+        priors from these.
     n_features_in_ : int
     feature_names_in_ : ndarray, when the classifier has it.
 
@@ -404,6 +427,11 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                     )
                 ]
 
+        pairs = self.calibrated_classifiers_
+        weights = np.array([pair.weight for pair in pairs])
+        self.calibration_prior_ = (weights @ np.array([pair.prior for pair in pairs])) / (
+            weights.sum()
+        )
         first = self.calibrated_classifiers_[0].estimator
         if hasattr(first, "n_features_in_"):
             self.n_features_in_ = first.n_features_in_

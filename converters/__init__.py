@@ -15,7 +15,8 @@ Modules, one per estimator module, plus what they share:
   ``temperature``: each calibrator's emitter (found through
   ``bernonnx._registry.CALIBRATORS``);
 - ``calibrator``: any calibrator on its own; ``calibration``:
-  ``CalibratedClassifier``; ``fusion``: ``FusionClassifier``;
+  ``CalibratedClassifier``; ``fusion``: ``FusionClassifier``; ``shift``:
+  ``PriorShiftAdapter`` (a calibrated model moved to new class priors);
 - ``base_scores``: the base models inside the graph; ``exact`` (with
   ``exact_preprocessing``, ``exact_models``, ``exact_trees``): base-model
   converters that compute what scikit-learn computes; ``exact_boosters``: XGBoost's
@@ -76,7 +77,16 @@ def register_converters() -> None:
         convert_fusion_stage,
         parse_fusion_classifier,
     )
+    from bernonnx.converters.shift import (
+        STAGE as SHIFT_STAGE,
+    )
+    from bernonnx.converters.shift import (
+        calculate_prior_shift_shapes,
+        convert_prior_shift_stage,
+        parse_prior_shift,
+    )
     from bernonnx.fusion import FusionClassifier
+    from bernonnx.shift import PriorShiftAdapter
 
     for entry in CALIBRATORS:
         update_registered_converter(
@@ -117,5 +127,16 @@ def register_converters() -> None:
         )
         register_shape_calculator(stage, calculate_classifier_output_shapes, overwrite=True)
         register_converter(stage, converter, overwrite=True)
+    update_registered_converter(
+        PriorShiftAdapter,
+        "BernonnxPriorShiftAdapter",
+        calculate_prior_shift_shapes,
+        convert_prior_shift_stage,
+        parser=parse_prior_shift,
+        options={**CLASSIFIER_OPTIONS, "priors_input": [False, True]},
+        overwrite=True,
+    )
+    register_shape_calculator(SHIFT_STAGE, calculate_prior_shift_shapes, overwrite=True)
+    register_converter(SHIFT_STAGE, convert_prior_shift_stage, overwrite=True)
     register_shape_calculator(SCORES, calculate_raw_scores_shapes, overwrite=True)
     register_converter(SCORES, convert_raw_scores, overwrite=True)

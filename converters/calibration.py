@@ -115,27 +115,35 @@ def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis:
     return one_vs_rest(g, positives, n_classes)
 
 
+def mean_probabilities(g: GraphWriter, model, scores: list[str], basis: str) -> str:
+    """The float64 mean over the fold pairs of ``model`` (a ``CalibratedClassifier``)
+    of their calibrated probabilities, from each pair's base-model ``scores``."""
+    n_classes = len(model.classes_)
+    pairs = [
+        _pair_probabilities(g, pair, score, n_classes, basis)
+        for pair, score in zip(model.calibrated_classifiers_, scores, strict=True)
+    ]
+    mean = pairs[0]
+    if len(pairs) > 1:
+        mean = g.node("Div", [g.node("Sum", pairs), g.const("n_pairs", float(len(pairs)))])
+    return mean
+
+
 def convert_calibration_stage(scope, operator, container):
     """Calibrate each pair's scores, average the pairs, add the label."""
     model = operator.raw_operator
     check_opset(container, type(model).__name__)
     g = GraphWriter(scope, container, "calib")
-    n_classes = len(model.classes_)
+    scores = [var.full_name for var in operator.inputs]
     basis = basis_option(container, model)
-    pairs = [
-        _pair_probabilities(g, pair, var.full_name, n_classes, basis)
-        for pair, var in zip(model.calibrated_classifiers_, operator.inputs, strict=True)
-    ]
-    mean = pairs[0]
-    if len(pairs) > 1:
-        mean = g.node("Div", [g.node("Sum", pairs), g.const("n_pairs", float(len(pairs)))])
-    write_outputs(g, operator, mean)
+    write_outputs(g, operator, mean_probabilities(g, model, scores, basis))
     emitters = _interval_emitters(model)
     if emitters is not None:
+        n_classes = len(model.classes_)
         intervals = [
-            _pair_interval(g, pair, emit, var.full_name, n_classes)
-            for pair, emit, var in zip(
-                model.calibrated_classifiers_, emitters, operator.inputs, strict=True
+            _pair_interval(g, pair, emit, score, n_classes)
+            for pair, emit, score in zip(
+                model.calibrated_classifiers_, emitters, scores, strict=True
             )
         ]
         interval = intervals[0]

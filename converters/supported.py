@@ -38,6 +38,8 @@ from sklearn.preprocessing import (
 from bernonnx._meta import final_and_inputs
 from bernonnx.converters.exact import exact_supported
 from bernonnx.converters.exact_preprocessing import imputer_is_simple
+from bernonnx.converters.shift import inner_model
+from bernonnx.shift import PriorShiftAdapter
 
 __all__ = ["INEXACT_REASONS", "float32_fit_problems", "unsupported_steps"]
 
@@ -136,6 +138,8 @@ def _bases(model) -> list[tuple]:
     of what ``to_onnx`` was given (a Pipeline ending in it is read through)."""
     if isinstance(model, Pipeline):
         model = model.steps[-1][1]
+    if isinstance(model, PriorShiftAdapter):
+        model = inner_model(model)  # NotImplementedError for a model it cannot hold
     pairs = getattr(model, "calibrated_classifiers_", None)
     if pairs is not None:
         return [

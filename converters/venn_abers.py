@@ -5,10 +5,11 @@ On the float64 score ``s`` (N, 1), with the ``k`` distinct calibration scores ``
 laid out in ``ceil(sqrt(k))`` blocks of ``ceil(sqrt(k))`` (padded with +inf, which no
 finite score reaches)::
 
-    b_le = #{block starts <= s};  n_le = b_le * width + #{c in block b_le <= s}
-    b_lt = #{block starts <  s};  n_lt = b_lt * width + #{c in block b_lt <  s}
+    t = Max(Abs(s), 1) * 1e-12;  above = s + t;  below = s - t    (ties)
+    b_le = #{block starts <= above};  n_le = b_le * width + #{c in block b_le <= above}
+    b_lt = #{block starts <  below};  n_lt = b_lt * width + #{c in block b_lt <  below}
     p0 = Gather(p0_, n_le);  p1 = Gather(p1_, n_lt)
-    p = p1 / ((1 - p0) + p1);  pair: Concat(1 - p, p)
+    p = p1 / Max((1 - p0) + p1, 1e-300);  pair: Concat(1 - p, p)
     interval (the calibrator alone, an extra float64 output): Concat(p0, p1)
 
 ``numpy.searchsorted`` counts the same (``"right"``: ``<=``, ``"left"``: ``<``), in
@@ -20,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from bernonnx.binary.venn_abers import TIE_TOLERANCE
 from bernonnx.converters._graph import GraphWriter
 
 I64 = TensorProto.INT64
@@ -52,10 +54,14 @@ def count_at_most(g: GraphWriter, s: str, values: np.ndarray, strict: bool) -> s
 
 
 def bounds(g: GraphWriter, scores: str, cal) -> tuple[str, str]:
-    """``p0`` and ``p1`` (N, 1) of the (N, 1) float64 ``scores``."""
+    """``p0`` and ``p1`` (N, 1) of the (N, 1) float64 ``scores``, ties within
+    ``bernonnx.binary.venn_abers.tie_band``."""
     c = np.asarray(cal.scores_, dtype=np.float64)
-    p0 = _table(g, "p0", cal.p0_, count_at_most(g, scores, c, strict=False))
-    p1 = _table(g, "p1", cal.p1_, count_at_most(g, scores, c, strict=True))
+    magnitude = g.node("Max", [g.node("Abs", [scores]), g.const("one", 1.0)])
+    t = g.node("Mul", [magnitude, g.const("tie", TIE_TOLERANCE)], "tie")
+    below, above = g.node("Sub", [scores, t], "below"), g.node("Add", [scores, t], "above")
+    p0 = _table(g, "p0", cal.p0_, count_at_most(g, above, c, strict=False))
+    p1 = _table(g, "p1", cal.p1_, count_at_most(g, below, c, strict=True))
     return p0, p1
 
 
@@ -71,7 +77,9 @@ def emit_venn_abers(
     ``scores``. ``basis`` (the Bernstein basis option) does not apply."""
     p0, p1 = bounds(g, scores, cal)
     one = g.const("one", 1.0)
-    p = g.node("Div", [p1, g.node("Add", [g.node("Sub", [one, p0]), p1])], "p")
+    denominator = g.node("Add", [g.node("Sub", [one, p0]), p1])
+    denominator = g.node("Max", [denominator, g.const("tiny", 1e-300)])
+    p = g.node("Div", [p1, denominator], "p")
     if not pair:
         return p
     return g.node("Concat", [g.node("Sub", [one, p], "one_minus_p"), p], axis=1)

@@ -535,3 +535,17 @@ def test_statistics_blob_round_trip(cls):
     assert type(restored) is cls
     g = grid("proba")
     np.testing.assert_array_equal(restored.predict_proba(g), streamed.predict_proba(g))
+
+
+def test_venn_abers_ties_survive_last_bit_differences_of_the_base_scores():
+    # a score a few ulps off a calibration score is that score's tie (the graph of a
+    # binary logistic regression sums its dot product in another order than numpy)
+    p, y = va_scores(500, 11)
+    cal = VennAbersCalibrator().fit(p, y)
+    off = p + 4 * np.spacing(p) * np.where(np.arange(p.shape[0]) % 2, 1, -1)
+    np.testing.assert_array_equal(cal.predict_interval(off), cal.predict_interval(p))
+    X, target = make_classification(600, n_features=4, random_state=1)
+    clf = CalibratedClassifier(LogisticRegression(), VennAbersCalibrator(), cv=3).fit(X, target)
+    # every row is some fold's calibration row: its score is a calibration score
+    report = check_parity(clf, to_onnx(clf, X[:3], dtype=np.float64), X)
+    assert report["max_abs_error"] <= tolerance(np.float64) and report["labels_equal"], report

@@ -230,6 +230,21 @@ def test_sklearn_compatible_slow_estimators(estimator, check):
     check(estimator)
 
 
+#: Public estimators that adapt a FITTED model and never fit one, so that the checks,
+#: which fit clones on data of their own making, cannot apply: each is listed with why,
+#: and the conventions that do apply are tested in the named test.
+PREFIT_ONLY = {
+    bernonnx.PriorShiftAdapter: (
+        "moves a fitted calibrated model to new class priors; fit(X) reads unlabeled "
+        "target rows of that model's features and refuses an unfitted estimator "
+        "(ValueError), so every check that fits it on its own data fails by design. "
+        "get/set_params, clone, nothing set in __init__, pickle, NotFittedError, a seeded "
+        "bootstrap, weights equal repetition and row order: "
+        "tests/test_prior_shift.py::test_scikit_learn_conventions and the tests after it"
+    ),
+}
+
+
 def test_every_public_estimator_is_checked():
     public = {
         obj
@@ -237,7 +252,7 @@ def test_every_public_estimator_is_checked():
         if inspect.isclass(obj := getattr(bernonnx, name))
         and issubclass(obj, sklearn.base.BaseEstimator)
     }
-    assert public == {type(estimator) for estimator in ESTIMATORS}
+    assert public == {type(estimator) for estimator in ESTIMATORS} | set(PREFIT_ONLY)
 
 
 #: one-score calibrators whose predict reads scores through ``predict_scores``

@@ -102,3 +102,24 @@ def test_quality_floor_quick():
         assert rows[rule].split(" | ")[1] == "0 / 5"
     assert "default-best-degree" in rows and "blend-cv" in rows
     assert "calibration-row 5-fold CV vs test rows: agrees on" in out
+
+
+def test_prior_shift_example_estimates_adapts_and_serves(tmp_path):
+    out = run("prior_shift.py", "--figure", str(tmp_path / "shift.png"))
+    estimate = float(out.split("estimated default rate this year: ")[1].split()[0])
+    assert abs(estimate - 0.45) < 0.06  # this year's rows hold 45 % defaults
+    before, after = (
+        float(line.split("log loss ")[1].split(",")[0])
+        for line in out.splitlines()
+        if "log loss" in line
+    )
+    assert after < before
+    assert "passed" in out and (tmp_path / "shift.png").stat().st_size > 10_000
+
+
+@needs_shared
+def test_prior_shift_benchmark_quick_smoke(tmp_path):
+    pytest.importorskip("quapy", reason="the benchmarks extra (QuaPy) is not installed")
+    run("prior_shift.py", "--quick", "--out", str(tmp_path / "p.md"), folder="benchmarks")
+    report = (tmp_path / "p.md").read_text()
+    assert "export exact, priors baked in and as input (every case) | PASS" in report

@@ -55,6 +55,7 @@ LAYERS = {
     "bernonnx._core.pav": CORE,
     "bernonnx._core.sigmoid": CORE,
     "bernonnx._core.logistic": CORE,
+    "bernonnx._core.priors": CORE,
     # sources: rows in chunks, and the engines that hold them
     "bernonnx._core.sources": SOURCES,
     "bernonnx._core.parquet": SOURCES,
@@ -75,6 +76,7 @@ LAYERS = {
     # meta-estimators
     "bernonnx.calibration": META,
     "bernonnx.fusion": META,
+    "bernonnx.shift.*": META,
     # front doors: what users call, over everything below
     "bernonnx": FRONT,
     "bernonnx.__main__": FRONT,

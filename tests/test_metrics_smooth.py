@@ -21,6 +21,7 @@ from bernonnx.metrics import (
     expected_calibration_error,
     log_loss,
     log_loss_decomposition,
+    multiclass_log_loss,
     smooth_calibration_curve,
     smooth_calibration_error,
     top_label_smooth_calibration_error,
@@ -265,6 +266,51 @@ def test_ninety_percent_intervals_cover_the_truth():
         assert count >= 0.8 * repeats, (key, count)
 
 
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+#: miscalibrated models: the probability of a positive given the prediction p
+_MISCALIBRATED = {
+    "power": lambda p: p**1.15,
+    "underconfident": lambda p: _sigmoid(1.5 * np.log(p / (1 - p))),
+}
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_interval_contains_the_printed_estimate(calibrated):
+    # the demo printed smECE 0.01365 beside [0.00631, 0.01205]: near a calibrated model the
+    # basic interval lies below its own estimate; the reported interval never does
+    rng = np.random.default_rng(22)
+    for seed in range(4):
+        p = rng.uniform(0.02, 0.98, size=3000)
+        y = rng.uniform(size=p.size) < (p if calibrated else _MISCALIBRATED["power"](p))
+        report = calibration_report(y, p, confidence=0.9, n_resamples=30, random_state=seed)
+        for key in ("ece", "smece", "rmsce", "mce", "brier", "log_loss", "auc"):
+            lo, hi = report[f"{key}_ci"]
+            assert lo <= report[key] <= hi, (key, report[key], lo, hi)
+        curve = smooth_calibration_curve(y, p, n_resamples=30, random_state=seed)
+        lo, hi = curve["smooth_ece_ci"]
+        assert lo <= curve["smooth_ece"] <= hi
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", sorted(_MISCALIBRATED))
+def test_smooth_ece_interval_covers_its_population_value_on_3000_rows(model):
+    truth_of = _MISCALIBRATED[model]
+    rng = np.random.default_rng(23)
+    p = rng.uniform(0.02, 0.98, size=2_000_000)
+    truth = smooth_calibration_error(rng.uniform(size=p.size) < truth_of(p), p)
+    repeats, covered = 30, 0
+    for seed in range(repeats):
+        p = rng.uniform(0.02, 0.98, size=3000)
+        y = rng.uniform(size=p.size) < truth_of(p)
+        curve = smooth_calibration_curve(y, p, n_resamples=60, random_state=seed, n_points=2)
+        lo, hi = curve["smooth_ece_ci"]
+        covered += lo <= truth <= hi
+    assert covered >= 0.8 * repeats, (model, truth, covered)
+
+
 # --------------------------------------------------------------------------- log loss split
 
 
@@ -272,12 +318,12 @@ def test_log_loss_split_adds_up_and_vanishes_when_calibrated():
     rng = np.random.default_rng(15)
     logit = rng.normal(scale=1.5, size=20_000)
     y = rng.uniform(size=logit.size) < 1 / (1 + np.exp(-logit))
-    calibrated = log_loss_decomposition(y, 1 / (1 + np.exp(-logit)))
+    calibrated = log_loss_decomposition(y, 1 / (1 + np.exp(-logit)), method="temperature")
     assert calibrated["calibration"] + calibrated["refinement"] == calibrated["log_loss"]
     assert calibrated["log_loss"] == log_loss(y, 1 / (1 + np.exp(-logit)))
     assert 0.0 <= calibrated["calibration"] < 5e-4
     # twice the true log-odds: the temperature finds 2 and the split names the excess
-    over = log_loss_decomposition(y, 1 / (1 + np.exp(-2 * logit)))
+    over = log_loss_decomposition(y, 1 / (1 + np.exp(-2 * logit)), method="temperature")
     assert over["temperature"] == pytest.approx(2.0, rel=0.05)
     assert over["refinement"] == pytest.approx(calibrated["refinement"], abs=1e-3)
     assert over["calibration"] > 0.03
@@ -289,8 +335,80 @@ def test_log_loss_split_weights_and_multiclass():
     y = np.array([rng.choice(3, p=row) for row in P])
     w = rng.integers(0, 3, size=500)
     rows = np.repeat(np.arange(500), w)
-    weighted = log_loss_decomposition(y, P**1.5 / (P**1.5).sum(1, keepdims=True), sample_weight=w)
-    repeated = log_loss_decomposition(y[rows], (P**1.5 / (P**1.5).sum(1, keepdims=True))[rows])
+    Q = P**1.5 / (P**1.5).sum(1, keepdims=True)
+    weighted = log_loss_decomposition(y, Q, sample_weight=w, method="affine")
+    repeated = log_loss_decomposition(y[rows], Q[rows], method="affine")
+    assert weighted.keys() == repeated.keys()
     for key in weighted:
-        assert weighted[key] == pytest.approx(repeated[key], rel=1e-9), key
+        expected = repeated[key] if key == "method" else pytest.approx(repeated[key], rel=1e-8)
+        assert weighted[key] == expected, key
     assert weighted["calibration"] > 0
+    assert weighted["method"] == "affine" and weighted["bias"].shape == (2,)
+
+
+def _shifted_binary(seed, n=20_000, power=1.6):
+    """Scores ``p`` whose labels are drawn with probability ``p ** power``: the order is
+    right, the probabilities are not."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.01, 0.99, size=n)
+    return rng.uniform(size=n) < p**power, p, p**power
+
+
+@pytest.mark.parametrize("method", ["affine", "monotone"])
+def test_log_loss_split_sees_a_shifted_binary_model(method):
+    y, p, truth = _shifted_binary(17)
+    gap = log_loss(y, p) - log_loss(y, truth)
+    parts = log_loss_decomposition(y, p, method=method)
+    assert parts["method"] == method
+    assert parts["calibration"] + parts["refinement"] == parts["log_loss"]
+    # the map removes at least 90% of what the true probabilities would
+    assert parts["calibration"] >= 0.9 * gap, (parts, gap)
+    assert parts["calibration"] <= gap + 2e-3
+    # on calibrated predictions of the same rows' kind it finds (almost) nothing
+    rng = np.random.default_rng(18)
+    y_cal = rng.uniform(size=p.size) < p
+    assert 0.0 <= log_loss_decomposition(y_cal, p, method=method)["calibration"] < 5e-4
+
+
+def test_log_loss_split_default_is_monotone_and_temperature_misses_the_shift():
+    y, p, truth = _shifted_binary(19)
+    gap = log_loss(y, p) - log_loss(y, truth)
+    assert log_loss_decomposition(y, p)["method"] == "monotone"
+    # what the split reported before the map was a parameter: a fraction of the gap
+    assert log_loss_decomposition(y, p, method="temperature")["calibration"] < 0.1 * gap
+    with pytest.raises(ValueError, match="method"):
+        log_loss_decomposition(y, p, method="platt")
+
+
+def _multiclass_truth(seed, n, kind):
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.full(4, 0.8), size=n)
+    if kind == "power":  # overconfident in every class
+        Q = P**0.6
+    else:  # the classes' base rates moved: a prior shift
+        Q = P * np.array([0.4, 1.0, 1.5, 2.5])
+    Q /= Q.sum(axis=1, keepdims=True)
+    y = (rng.uniform(size=(n, 1)) > np.cumsum(Q, axis=1)).sum(axis=1)
+    return y, P, Q
+
+
+@pytest.mark.parametrize("kind", ["power", "prior"])
+# the monotone map fits TemperatureBernsteinCalibrator on 5 folds: seconds, so slow
+@pytest.mark.parametrize("method", ["affine", pytest.param("monotone", marks=pytest.mark.slow)])
+def test_log_loss_split_sees_a_shifted_multiclass_model(method, kind):
+    y, P, Q = _multiclass_truth(20, 12_000, kind)
+    gap = multiclass_log_loss(y, P) - multiclass_log_loss(y, Q)
+    parts = log_loss_decomposition(y, P, method=method)
+    assert parts["calibration"] >= 0.9 * gap, (parts, gap)
+    assert parts["calibration"] <= gap + 3e-3
+    calibrated = log_loss_decomposition(y, Q, method=method)
+    assert 0.0 <= calibrated["calibration"] < 1e-3
+
+
+def test_log_loss_split_temperature_misses_a_multiclass_prior_shift():
+    y, P, Q = _multiclass_truth(21, 12_000, "prior")
+    gap = multiclass_log_loss(y, P) - multiclass_log_loss(y, Q)
+    parts = log_loss_decomposition(y, P, method="temperature")
+    assert parts["calibration"] < 0.5 * gap
+    affine = log_loss_decomposition(y, P, method="affine")
+    assert affine["bias"].shape == (3,) and affine["calibration"] >= 0.9 * gap

@@ -384,10 +384,68 @@ def test_reliability_diagram_draws_the_smooth_curve_and_its_band():
     ax = reliability_diagram(y, {"squared": p}, smooth=True, n_resamples=20, random_state=1)
     # the diagonal, the binned curve, then the smooth curve; scatter, then the band
     assert len(ax.lines) == 3 and len(ax.collections) == 2
-    curve = smooth_calibration_curve(y, p, n_resamples=20, random_state=1)
-    np.testing.assert_allclose(ax.lines[2].get_ydata(), curve["fraction_positive"])
+    # the picture's curve: bandwidth="cv", drawn within the predictions' range
+    curve = smooth_calibration_curve(y, p, bandwidth="cv", n_resamples=20, random_state=1)
+    inside = (curve["mesh"] >= p.min()) & (curve["mesh"] <= p.max())
+    drawn = ax.lines[2].get_ydata()
+    np.testing.assert_allclose(drawn[inside], curve["fraction_positive"][inside])
+    assert np.isnan(drawn[~inside]).all()
     assert "smECE = " in ax.lines[2].get_label() and "90% CI" in ax.lines[2].get_label()
     plt.close(ax.figure)
+
+
+def _wiggles(values):
+    """How far a curve travels up and down beyond the net rise: total variation minus
+    the distance between its ends (0 for a monotone curve)."""
+    values = values[np.isfinite(values)]
+    return float(np.sum(np.abs(np.diff(values))) - abs(values[-1] - values[0]))
+
+
+def test_the_picture_curve_does_not_draw_noise_on_calibrated_rows():
+    # 6,000 calibrated rows: at the smooth ECE's own width (about 0.015) the smoothed
+    # labels turn up and down with the noise; the picture's curve stays on the diagonal
+    from bernonnx.metrics import smooth_calibration_curve
+
+    rng = np.random.default_rng(5)
+    p = rng.beta(1.0, 3.0, size=6000)
+    y = rng.uniform(size=p.size) < p
+    kw = dict(confidence=None, n_points=400)
+    auto = smooth_calibration_curve(y, p, **kw)
+    cv = smooth_calibration_curve(y, p, bandwidth="cv", **kw)
+    assert auto["bandwidth"] < 0.03 <= 0.3 * 6000**-0.2 <= cv["bandwidth"]
+    inside = (cv["mesh"] >= p.min()) & (cv["mesh"] <= np.quantile(p, 0.99))
+    off_auto = auto["fraction_positive"][inside] - auto["mesh"][inside]
+    off_cv = cv["fraction_positive"][inside] - cv["mesh"][inside]
+    assert _wiggles(off_cv) < _wiggles(off_auto) / 4
+    assert np.max(np.abs(off_cv)) < 0.03
+    # the smooth ECE itself is the metric's, at its own width, whatever the picture's
+    assert cv["smooth_ece"] == auto["smooth_ece"]
+
+
+def test_the_picture_curve_follows_a_miscalibrated_model():
+    from bernonnx.metrics import smooth_calibration_curve
+
+    rng = np.random.default_rng(6)
+    p = rng.uniform(size=6000)
+    y = rng.uniform(size=p.size) < p**2
+    curve = smooth_calibration_curve(y, p, bandwidth="cv", confidence=None)
+    inside = (curve["mesh"] > 0.05) & (curve["mesh"] < 0.95)
+    truth = curve["mesh"][inside] ** 2
+    assert np.max(np.abs(curve["fraction_positive"][inside] - truth)) < 0.05
+    assert curve["support"] == (p.min(), p.max())
+
+
+def test_bandwidth_is_checked_before_a_figure_exists():
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    with pytest.raises(ValueError, match="bandwidth must be 'auto' or 'cv'"):
+        reliability_diagram([0, 1], [0.2, 0.8], smooth=True, bandwidth="silverman")
+    with pytest.raises(ValueError, match="bandwidth must be 'auto' or a float"):
+        from bernonnx.metrics import smooth_calibration_error
+
+        smooth_calibration_error([0, 1], [0.2, 0.8], bandwidth="cv")
+    assert plt.get_fignums() == before
 
 
 # ------------------------------------------------------------------ negligible bins, grid
@@ -425,10 +483,11 @@ def test_smooth_curve_stops_where_the_rows_thin_out(tiny_top_bin):
 
     y, p = tiny_top_bin
     ax = reliability_diagram(y, p, smooth=True, n_resamples=10, show_histogram=False)
-    curve = smooth_calibration_curve(y, p, n_resamples=10, random_state=0)
+    curve = smooth_calibration_curve(y, p, bandwidth="cv", n_resamples=10, random_state=0)
     drawn = ax.lines[2].get_ydata()
     thin = curve["density"] < 0.01 * N_BINS
     assert thin.any() and (~thin).any()
+    thin |= curve["mesh"] < p.min()
     assert np.isnan(drawn[thin]).all()
     np.testing.assert_allclose(drawn[~thin], curve["fraction_positive"][~thin])
 

@@ -16,6 +16,19 @@ from bernonnx._validation import _fit_context, predict_scores
 
 __all__ = ["VennAbersCalibrator"]
 
+#: A score within this distance, relative to its magnitude (absolute below 1), of a
+#: calibration score counts as equal to it: the score a base model's graph gives can be
+#: a few units in the last place off Python's (a dot product summed in another order),
+#: and a Venn-Abers map jumps at every calibration score.
+TIE_TOLERANCE = 1e-12
+
+
+def tie_band(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``s - t`` and ``s + t``, ``t = TIE_TOLERANCE * max(|s|, 1)`` (the graph's ops)."""
+    t = np.maximum(np.abs(s), 1.0) * TIE_TOLERANCE
+    with np.errstate(over="ignore"):  # s near the float max: +-inf, counted as in the graph
+        return s - t, s + t
+
 
 def _p1_table(P: np.ndarray) -> np.ndarray:
     """``p1[i]``: the isotonic value at a test object of label 1 and weight 1 placed after
@@ -90,10 +103,16 @@ class VennAbersCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     ``predict_proba`` evaluates, in float64, exactly what the ONNX converter
     emits::
 
-        p0 = p0_[#{scores_ <= s}];  p1 = p1_[#{scores_ < s}]
-        p = p1 / (1 - p0 + p1);  predict_proba = [1 - p, p]
+        t = max(|s|, 1) * 1e-12
+        p0 = p0_[#{scores_ <= s + t}];  p1 = p1_[#{scores_ < s - t}]
+        p = p1 / max(1 - p0 + p1, 1e-300);  predict_proba = [1 - p, p]
 
-    and :meth:`predict_interval` gives ``[p0, p1]``. The tables are computed as
+    and :meth:`predict_interval` gives ``[p0, p1]``. A score within ``t`` of a
+    calibration score counts as equal to it (a test object tied with a
+    calibration object): the scores a base model's graph computes may differ
+    from Python's in the last bits, and the map jumps at each calibration
+    score; on the rows the calibrator was fitted on, exact equality would make
+    the graph and Python disagree there. The tables are computed as
     the ``venn-abers`` package (Petej, 1.5.4) computes them (``calc_p0p1``, the
     greatest convex minorant of the cumulative sum diagram with the test object
     inserted, Vovk, Petej and Fedorova 2015, Algorithms 1 to 4), with total
@@ -173,10 +192,12 @@ class VennAbersCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
         return np.stack(self._bounds(predict_scores(self, X).astype(np.float64)), axis=1)
 
     def _bounds(self, s):
-        p0 = self.p0_[np.searchsorted(self.scores_, s, "right")]
-        p1 = self.p1_[np.searchsorted(self.scores_, s, "left")]
+        below, above = tie_band(s)
+        p0 = self.p0_[np.searchsorted(self.scores_, above, "right")]
+        p1 = self.p1_[np.searchsorted(self.scores_, below, "left")]
         return p0, p1
 
     def _evaluate(self, s):
         p0, p1 = self._bounds(s)
-        return p1 / (1.0 - p0 + p1)
+        # 1 - p0 + p1 >= 1 as p0 <= p1; the floor only rules out 0 / 0
+        return p1 / np.maximum(1.0 - p0 + p1, 1e-300)

@@ -1,4 +1,4 @@
-"""The ``bernonnx`` command line: ``demo``, ``compare``, ``export`` and ``attach``.
+"""The ``bernonnx`` command line: ``demo``, ``compare``, ``export``, ``attach``, ``adapt``.
 
 Installed as the ``bernonnx`` console script (``python -m bernonnx`` runs the same
 :func:`main`). Results go to standard output; progress lines and errors go to standard
@@ -12,9 +12,9 @@ does for usage errors; 3 the ONNX graph does not reproduce Python (``export``, `
 Everything is checked before anything is written, and every file is written whole
 (a temporary file in the same folder, then renamed).
 
-Layout: :mod:`._parser` the arguments; :mod:`.demo`, :mod:`.compare`, :mod:`.export` and
-:mod:`.attach` one command each; :mod:`._files` reads every command's input (a CSV
-through :mod:`._csv`, Parquet through :mod:`._stream`, which also streams large files)
+Layout: :mod:`._parser` the arguments; :mod:`.demo`, :mod:`.compare`, :mod:`.export`,
+:mod:`.attach` and :mod:`.adapt` one command each; :mod:`._files` reads every command's
+input (a CSV through :mod:`._csv`, Parquet through :mod:`._stream`, which also streams large files)
 and writes the outputs, :mod:`._methods` the ``--method`` names (from
 :mod:`bernonnx._registry`) and their fits, :mod:`._table` formats the results,
 :mod:`._base` the exit statuses and progress lines. Modules import downwards only:
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from ._base import EXIT_FAILURE, EXIT_OK, EXIT_PARITY, EXIT_USAGE, InputError, _Progress
 from ._parser import _build_parser
+from .adapt import _cmd_adapt
 from .attach import _cmd_attach
 from .compare import _cmd_compare
 from .demo import _cmd_demo
@@ -82,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "compare": _cmd_compare,
             "export": _cmd_export,
             "attach": _cmd_attach,
+            "adapt": _cmd_adapt,
         }
         return command[args.command](args, progress)
     except InputError as exc:

@@ -130,7 +130,7 @@ _N_RESAMPLES = 100
 def _report(
     y, proba, n_bins: int, *, n_resamples: int = _N_RESAMPLES, seed: int = 0
 ) -> dict[str, float]:
-    """The table's metrics; the smooth ECE with its 90% basic bootstrap interval."""
+    """The table's metrics; the smooth ECE with its 90% bootstrap interval (which contains it)."""
     from bernonnx.metrics import calibration_report, smooth_calibration_curve
 
     report = calibration_report(y, proba, n_bins=n_bins)

@@ -9,6 +9,7 @@ from bernonnx._version import __version__
 from ._base import _EXIT_HELP, InputError
 from ._methods import _DEFAULT_METHOD, _METHOD_LIST, _methods_help
 from ._stream import SAMPLE_ROWS, STREAM_ROWS, _streamable
+from .adapt import _add_adapt_parser
 
 
 class _Parser(argparse.ArgumentParser):
@@ -288,5 +289,12 @@ def _build_parser() -> argparse.ArgumentParser:
     attach.add_argument("--triton", metavar="DIR", help="also write a Triton model repository")
     attach.add_argument(
         "--name", metavar="NAME", help="Triton model name (default: the ONNX file's stem)"
+    )
+    _add_adapt_parser(
+        commands,
+        formatter,
+        _add_data_arguments,
+        _add_method_argument,
+        _methods_help(exportable_only=True) + "\n" + _EXIT_HELP,
     )
     return parser

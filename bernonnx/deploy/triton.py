@@ -151,7 +151,9 @@ def _triton_model_config_class():
     return module.ModelConfig
 
 
-def _triton_tensor_entry(value: onnx.ValueInfoProto, kind: str, batched: bool) -> str:
+def _triton_tensor_entry(
+    value: onnx.ValueInfoProto, kind: str, batched: bool, optional: bool = False
+) -> str:
     """One ``input``/``output`` entry of config.pbtxt for a graph input/output."""
     which = value.type.WhichOneof("value")
     if which != "tensor_type":
@@ -196,6 +198,8 @@ def _triton_tensor_entry(value: onnx.ValueInfoProto, kind: str, batched: bool) -
         # shape [N]) is declared [1] and reshaped to the model's true shape.
         lines.append("    dims: [ 1 ]")
         lines.append("    reshape: { shape: [ ] }")
+    if optional:
+        lines.append("    optional: true")
     return "  {\n" + "\n".join(lines) + "\n  }"
 
 
@@ -218,11 +222,13 @@ def _triton_config_text(
     check_int(instance_count, "instance_count", 1)
     batched = max_batch_size > 0
     initializers = {init.name for init in graph.initializer}
-    # Graph inputs that are also initializers are overridable constants (IR < 4 style),
-    # not request inputs.
-    inputs = [v for v in graph.input if v.name not in initializers]
+    # A graph input that is also an initializer has a default: a request may leave it
+    # out (``optional: true``), as an adapted model's ``priors``.
     entries = {
-        "input": [_triton_tensor_entry(v, "input", batched) for v in inputs],
+        "input": [
+            _triton_tensor_entry(v, "input", batched, optional=v.name in initializers)
+            for v in graph.input
+        ],
         "output": [_triton_tensor_entry(v, "output", batched) for v in graph.output],
     }
     lines = [
@@ -319,7 +325,10 @@ def write_triton_repository(
     Shapes map as: ONNX ``[N, 3]`` -> ``dims: [ 3 ]``; symbolic or unknown dims -> -1;
     ONNX ``[N]`` (a label output) -> ``dims: [ 1 ]`` with ``reshape: { shape: [ ] }``.
     Element types map FLOAT -> TYPE_FP32, DOUBLE -> TYPE_FP64, INT64 -> TYPE_INT64,
-    STRING -> TYPE_STRING, and so on.
+    STRING -> TYPE_STRING, and so on. A graph input with a default (an initializer of
+    the same name, such as the ``priors`` input of an adapted model,
+    ``to_onnx(adapter, X, priors_input=True)``) is declared ``optional: true``: a
+    request that leaves it out gets the default.
 
     When ``tritonclient`` is installed (``pip install tritonclient``; the bare wheel is
     enough, grpcio is not needed) the text is parsed with Triton's own ``ModelConfig``

@@ -31,6 +31,7 @@ from onnx import TensorProto, compose, helper, version_converter
 from bernonnx._registry import entry_for
 from bernonnx._version import __version__
 from bernonnx.converters._graph import MIN_OPSET
+from bernonnx.shift import PriorShiftAdapter
 
 from ._onnx_model import (
     _adapter,
@@ -44,8 +45,6 @@ from ._ort_rewrites import make_safe
 from .convert import _describe, to_onnx
 
 __all__ = ["attach"]
-
-_OUTPUTS = ("label", "probabilities")
 
 
 def _tensor_names(graph: onnx.GraphProto) -> set[str]:
@@ -121,13 +120,33 @@ def _prune(graph: onnx.GraphProto) -> None:
     graph.initializer.extend(initializers)
 
 
-def _calibrator_graph(calibrator, dtype, opset: int, ml_opset: int | None) -> onnx.ModelProto:
+def _unprefix_inputs(graph: onnx.GraphProto, prefix: str, names: list[str], taken) -> None:
+    """The calibrator graph's optional inputs (``priors``) under their own names again
+    (the first free one), not the prefix every calibrator tensor got."""
+    for name in names:
+        old, new = prefix + name, _unique(name, taken)
+        for item in (*graph.input, *graph.initializer):
+            if item.name == old:
+                item.name = new
+        for node in graph.node:
+            node.input[:] = [new if i == old else i for i in node.input]
+
+
+def _calibrator_graph(
+    calibrator, dtype, opset: int, ml_opset: int | None, priors_input: bool = False
+) -> onnx.ModelProto:
     """The calibrator alone, at ai.onnx ``opset``, importing only the domains it uses."""
     width = int(calibrator.n_features_in_)
     target = {"": min(opset, skl2onnx.get_latest_tested_opset_version())}
     if ml_opset is not None:
         target["ai.onnx.ml"] = ml_opset
-    onx = to_onnx(calibrator, np.zeros((1, width), dtype=dtype), dtype=dtype, target_opset=target)
+    onx = to_onnx(
+        calibrator,
+        np.zeros((1, width), dtype=dtype),
+        dtype=dtype,
+        target_opset=target,
+        priors_input=priors_input,
+    )
     used = _used_domains(onx)
     imports = [e for e in onx.opset_import if e.domain in used or e.domain == ""]
     del onx.opset_import[:]
@@ -146,6 +165,7 @@ def attach(
     output: str,
     column: int | None = None,
     keep_outputs: bool = False,
+    priors_input: bool = False,
 ) -> onnx.ModelProto:
     """One ONNX graph: ``model`` followed by the fitted ``calibrator`` on one of its outputs.
 
@@ -154,11 +174,13 @@ def attach(
     model : onnx.ModelProto or path
         The model, as exported by any tool (PyTorch, TensorFlow, skl2onnx...).
         It is not modified.
-    calibrator : fitted bernonnx calibrator
+    calibrator : fitted bernonnx calibrator, or PriorShiftAdapter around one
         Fitted on the model's scores, as ``output`` (and ``column``) gives them:
         a one-score calibrator (``BernsteinCalibrator``, ``PlattCalibrator``...),
         a multi-score one on all columns, or a multiclass one
-        (``TemperatureCalibrator``) on the (N, K) logits or probabilities.
+        (``TemperatureCalibrator``) on the (N, K) logits or probabilities. A
+        fitted :class:`~bernonnx.PriorShiftAdapter` wrapping such a calibrator
+        (with its ``train_prior``) adds its adaptation to new priors after it.
     output : str
         The model output holding the scores: a float or double tensor.
     column : int, optional
@@ -174,6 +196,11 @@ def attach(
         Keep the model's own outputs next to ``label`` and ``probabilities``.
         An original output or tensor named ``label`` or ``probabilities`` is
         renamed ``model_label`` / ``model_probabilities`` (the first free name).
+    priors_input : bool, default=False
+        With a ``PriorShiftAdapter``: the target priors are the optional graph input
+        ``priors`` (double, (N, K) or (1, K); default ``prior_``), as in
+        :func:`~bernonnx.export.to_onnx`. ``priors_1``... if the model has a tensor
+        of that name.
 
     Returns
     -------
@@ -226,9 +253,18 @@ def attach(
         model = onnx.load(os.fspath(model))
     if not isinstance(model, onnx.ModelProto):
         raise ValueError(f"model must be an onnx.ModelProto or a path, got {type(model)!r}")
+    shift = calibrator if isinstance(calibrator, PriorShiftAdapter) else None
+    if shift is not None:
+        if not hasattr(shift, "prior_"):
+            raise ValueError("calibrator: the PriorShiftAdapter is not fitted")
+        calibrator = shift.estimator_
     entry = entry_for(calibrator)  # TypeError for anything else
     if not hasattr(calibrator, "classes_"):
         raise ValueError(f"calibrator {type(calibrator).__name__} is not fitted")
+    if priors_input and shift is None:
+        raise ValueError(
+            f"priors_input=True needs a PriorShiftAdapter, got {type(calibrator).__name__}"
+        )
     base = onnx.ModelProto()
     base.CopyFrom(model)
     _check_external_data(base)
@@ -244,7 +280,10 @@ def attach(
     if opset is None or opset < MIN_OPSET:
         base = version_converter.convert_version(base, MIN_OPSET)
         opset = MIN_OPSET
-    cal = _calibrator_graph(calibrator, dtype, opset, _opset(base, "ai.onnx.ml"))
+    ml_opset = _opset(base, "ai.onnx.ml")
+    cal = _calibrator_graph(
+        calibrator if shift is None else shift, dtype, opset, ml_opset, priors_input
+    )
     # label, probabilities, and the interval of a calibrator that has one (Venn-Abers)
     added = tuple(o.name for o in cal.graph.output)
     for entry_ in cal.opset_import:
@@ -306,8 +345,11 @@ def attach(
     if indices is not None:
         cal.graph.initializer.append(indices)
     cal.graph.node.insert(2 if kind == "rows" else 0, adapter)
+    defaults = {t.name for t in cal.graph.initializer}
+    optional = [i for i in cal.graph.input if i.name in defaults]  # ``priors``
     del cal.graph.input[:]
     cal.graph.input.append(feed)
+    cal.graph.input.extend(optional)
     # the calibrator's constants, safe from onnxruntime's no-op elimination; the
     # model's own nodes stay as they are: they computed the scores it was fitted on
     make_safe(cal)
@@ -333,6 +375,7 @@ def attach(
     except onnx.checker.ValidationError as exc:
         _refuse_invalid(model, exc)
     graph = merged.graph
+    _unprefix_inputs(graph, prefix, [i.name for i in optional], taken)
     wanted = [*added, *(kept if keep_outputs else [])]
     infos = {o.name: o for o in [*base.graph.output, *graph.output]}
     del graph.output[:]
@@ -346,7 +389,7 @@ def attach(
     del merged.metadata_props[:]
     merged.metadata_props.extend(base.metadata_props)
     meta = {
-        **_describe(calibrator),
+        **_describe(calibrator if shift is None else shift),
         "model": f"attach({base.producer_name or 'onnx'} model, {type(calibrator).__name__})",
         "attach_output": output,
         "attach_column": "" if column is None else str(column),

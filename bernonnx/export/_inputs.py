@@ -29,7 +29,9 @@ from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
-__all__ = ["input_layout", "onnx_inputs"]
+from bernonnx.shift import PriorShiftAdapter
+
+__all__ = ["input_layout", "onnx_inputs", "request_inputs"]
 
 #: metadata key holding the DataFrame column order of a ``"frame"`` layout graph
 INPUT_COLUMNS = "input_columns"
@@ -103,6 +105,8 @@ def _first_consumers(model) -> list:
     if isinstance(model, Pipeline):
         steps = [s for _, s in model.steps if s is not None and s != "passthrough"]
         return _first_consumers(steps[0]) if steps else []
+    if isinstance(model, PriorShiftAdapter):
+        return _first_consumers(model.estimator_)
     pairs = getattr(model, "calibrated_classifiers_", None)
     if pairs is not None:
         return [c for pair in pairs for c in _first_consumers(pair.estimator)]
@@ -151,6 +155,13 @@ def frame_columns(onnx_model: onnx.ModelProto) -> list | None:
     return None
 
 
+def request_inputs(graph: onnx.GraphProto) -> list:
+    """The graph inputs a request must feed: those with no default (an initializer of
+    the same name, such as an adapted model's optional ``priors``)."""
+    defaults = {t.name for t in graph.initializer}
+    return [i for i in graph.input if i.name not in defaults]
+
+
 def _declared(value_info) -> tuple:
     """The numpy dtype and the width (0 if unknown) of a graph input."""
     tensor = value_info.type.tensor_type
@@ -195,7 +206,7 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
     >>> [(name, x.shape, x.dtype.name) for name, x in feed.items()]
     [('X', (100, 1), 'float64')]
     """
-    inputs = list(onnx_model.graph.input)
+    inputs = request_inputs(onnx_model.graph)
     names = [i.name for i in inputs]
 
     def as_float(declared):

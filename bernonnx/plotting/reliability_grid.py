@@ -46,6 +46,7 @@ def reliability_grid(
     pos_label=None,
     labels: ArrayLike | None = None,
     smooth: bool = False,
+    bandwidth: float | str = "cv",
     confidence: float | None = 0.9,
     n_resamples: int = 100,
     random_state=0,
@@ -76,7 +77,7 @@ def reliability_grid(
     n_bins, strategy, sample_weight, pos_label, labels
         The bins, as in :func:`reliability_diagram` (and
         :func:`bernonnx.metrics.reliability_table`).
-    smooth, confidence, n_resamples, random_state
+    smooth, bandwidth, confidence, n_resamples, random_state
         The smoothed curve with its bootstrap band, as in :func:`reliability_diagram`;
         the reference's smoothed curve is drawn without a band.
     min_weight : float, default=0.01
@@ -149,6 +150,7 @@ def reliability_grid(
         pos_label=pos_label,
         labels=labels,
         smooth=smooth,
+        bandwidth=bandwidth,
         confidence=confidence,
         n_resamples=n_resamples,
         random_state=random_state,

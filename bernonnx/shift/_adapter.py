@@ -1,0 +1,387 @@
+"""``PriorShiftAdapter``: a fitted, calibrated classifier moved to new class priors.
+
+The math (Bayes' rule for the new priors, the EM estimate) is ``bernonnx._core.priors``;
+this module is the estimator around it: what it reads from the wrapped model, its checks
+and the bootstrap interval.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from bernonnx._core.priors import adapt_proba, check_priors, em_priors
+from bernonnx._registry import entry_for
+from bernonnx._validation import HasMethods, Interval, IntInterval, _fit_context, _num_samples
+from bernonnx.calibration import CalibratedClassifier
+from bernonnx.fusion import FusionClassifier
+
+__all__ = ["MIN_TARGET_ROWS", "PriorShiftAdapter", "UncalibratedModelWarning"]
+
+#: Fewest target rows an estimate is made from. Even with every label known, a class
+#: share from n rows has a standard error up to 0.5 / sqrt(n): 0.05 at n = 100, a 95%
+#: interval of +-0.1 at best, and EM on probabilities is noisier than counting labels.
+#: Below 100 rows the estimate says little more than the training priors did.
+MIN_TARGET_ROWS = 100
+
+#: Rows of bootstrap weights drawn and estimated side by side (memory: 8 x rows x this).
+_BOOTSTRAP_CHUNK = 16
+#: EM's tolerance on a resample: the interval needs the estimates to far less than its
+#: width (a 95% interval from 100,000 rows is about 0.01 wide)
+_BOOTSTRAP_TOL = 1e-6
+
+
+class UncalibratedModelWarning(UserWarning):
+    """The wrapped model's probabilities are not known to be calibrated: EM and Bayes'
+    rule on them are only as right as they are calibrated."""
+
+
+def _final(estimator):
+    """The model that makes the probabilities (FrozenEstimator, Pipeline unwrapped)."""
+    while True:
+        if isinstance(estimator, FrozenEstimator):
+            estimator = estimator.estimator
+        elif isinstance(estimator, Pipeline):
+            estimator = estimator.steps[-1][1]
+        else:
+            return estimator
+
+
+def _is_calibrated(final) -> bool:
+    if isinstance(final, CalibratedClassifier | CalibratedClassifierCV | FusionClassifier):
+        return True
+    try:
+        entry_for(final)
+    except TypeError:
+        return False
+    return True
+
+
+def _missing_rows(X) -> int:
+    """Rows of ``X`` holding a missing value (NaN, None, ``pd.NA``) in any column."""
+    if hasattr(X, "isna"):
+        return int(np.asarray(X.isna()).reshape(len(X), -1).any(axis=1).sum())
+    values = np.asarray(X)
+    if values.dtype.kind == "f":
+        return int(np.isnan(values).reshape(len(values), -1).any(axis=1).sum())
+    if values.dtype.kind == "O":
+        flat = values.reshape(len(values), -1)
+        return int(sum(any(v is None or v != v for v in row) for row in flat))
+    return 0
+
+
+class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """A fitted calibrated classifier adapted to new class priors (prior / label shift).
+
+    Where only the class balance changes between the rows a model was calibrated on and
+    the rows it now scores (the class-conditional distributions ``p(x | k)`` stay), the
+    calibrated probabilities move by Bayes' rule: ``p'(k | x)`` proportional to
+    ``p(k | x) pi'_k / pi_k``, renormalised. The new priors ``pi'`` are given, or
+    estimated from unlabeled target rows by EM on the calibrated probabilities
+    (Saerens, Latinne & Decaestecker 2002), with a bootstrap interval. The wrapped
+    model is never refitted: adapting it to given priors costs one division per class.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        The model whose probabilities are adapted, used as it is (not cloned, not
+        refitted): a fitted :class:`~bernonnx.CalibratedClassifier` (or a Pipeline or
+        ``FrozenEstimator`` ending in one), whose ``calibration_prior_`` gives the
+        training priors; or any fitted classifier with ``predict_proba`` and
+        ``classes_`` (a bernonnx calibrator on scores, scikit-learn's
+        ``CalibratedClassifierCV``...) together with ``train_prior``. A model that is
+        not a calibrated one gets an :class:`UncalibratedModelWarning`.
+    priors : array-like of shape (n_classes,), default=None
+        The target priors, in the order of ``classes_``: positive, summing to 1. None
+        estimates them from the rows given to :meth:`fit`.
+    train_prior : array-like of shape (n_classes,), default=None
+        The priors the probabilities are calibrated for; None reads
+        ``calibration_prior_`` of the final ``CalibratedClassifier``.
+    tol : float, default=1e-8
+        EM stops when no prior moves by more than ``tol`` in a step.
+    max_iter : int, default=1000
+        EM's iteration cap; reaching it warns (``ConvergenceWarning``).
+    min_prior : float, default=1e-6
+        Floor on each estimated prior (then renormalised), so that a class absent from
+        the target rows keeps a ratio later steps can move.
+    n_bootstrap : int, default=200
+        Bootstrap resamples of the target rows behind ``prior_interval_``; 0 for none
+        (each resample is an EM run, from ``prior_`` on, to ``max(tol, 1e-6)``: the
+        interval costs about ``n_bootstrap`` point estimates).
+    confidence : float, default=0.95
+        Level of the percentile interval.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the bootstrap.
+
+    Attributes
+    ----------
+    estimator_ : classifier
+        ``estimator``, as given.
+    classes_ : ndarray of shape (n_classes,)
+    train_prior_ : ndarray of shape (n_classes,)
+        The priors the wrapped probabilities are calibrated for.
+    prior_ : ndarray of shape (n_classes,)
+        The target priors: ``priors``, or the EM estimate.
+    prior_interval_ : ndarray of shape (n_classes, 2) or None
+        Bootstrap percentile interval of each estimated prior at ``confidence``;
+        ``[priors, priors]`` for given priors; None with ``n_bootstrap=0``.
+    prior_se_ : ndarray of shape (n_classes,) or None
+        Bootstrap standard error of each estimated prior (zeros for given priors).
+    n_iter_ : int
+        EM steps of the estimate (0 for given priors).
+    n_features_in_ : int
+        The wrapped model's, when it has it.
+    feature_names_in_ : ndarray of shape (n_features,)
+        The wrapped model's, when it has it.
+
+    Notes
+    -----
+    EM maximises the likelihood of the target rows as a mixture of the classes with
+    weights ``pi'``; each step sets ``pi'_k`` to the mean over the rows of the
+    probabilities adapted to the current ``pi'``. It assumes the probabilities are
+    calibrated for ``train_prior``; the better calibrated, the better the estimate
+    (Alexandari, Kundaje & Shrikumar 2020). The ONNX export
+    (:func:`bernonnx.to_onnx`, ``priors_input=True`` for a per-request input) computes
+    the same adaptation in the same graph as the model.
+
+    References
+    ----------
+    M. Saerens, P. Latinne and C. Decaestecker, "Adjusting the outputs of a classifier
+    to new a priori probabilities: a simple procedure", Neural Computation 14(1), 2002.
+
+    A. Alexandari, A. Kundaje and A. Shrikumar, "Maximum likelihood with bias-corrected
+    calibration is hard-to-beat at label shift adaptation", ICML 2020.
+
+    Z. Lipton, Y.-X. Wang and A. Smola, "Detecting and correcting for label shift with
+    black box predictors", ICML 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from bernonnx import CalibratedClassifier, PriorShiftAdapter
+    >>> X, y = make_classification(4000, weights=[0.8], random_state=0)
+    >>> clf = CalibratedClassifier(LogisticRegression(), cv=3).fit(X[:2000], y[:2000])
+    >>> clf.calibration_prior_.round(2)
+    array([0.8, 0.2])
+    >>> rest = np.flatnonzero(y[2000:] == 1)[:400] + 2000  # target rows: half positive
+    >>> target = np.concatenate([np.flatnonzero(y[2000:] == 0)[:400] + 2000, rest])
+    >>> adapter = PriorShiftAdapter(clf, random_state=0).fit(X[target])
+    >>> adapter.prior_.round(1), adapter.prior_interval_.shape
+    (array([0.5, 0.5]), (2, 2))
+    >>> PriorShiftAdapter(clf, priors=[0.5, 0.5]).fit().predict_proba(X[:1]).shape
+    (1, 2)
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["predict_proba"])],
+        "priors": ["array-like", None],
+        "train_prior": ["array-like", None],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [IntInterval(1, None, closed="left")],
+        "min_prior": [Interval(Real, 0, 0.5, closed="neither")],
+        "n_bootstrap": [IntInterval(0, None, closed="left")],
+        "confidence": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        priors=None,
+        train_prior=None,
+        tol=1e-8,
+        max_iter=1000,
+        min_prior=1e-6,
+        n_bootstrap=200,
+        confidence=0.95,
+        random_state=None,
+    ):
+        self.estimator = estimator
+        self.priors = priors
+        self.train_prior = train_prior
+        self.tol = tol
+        self.max_iter = max_iter
+        self.min_prior = min_prior
+        self.n_bootstrap = n_bootstrap
+        self.confidence = confidence
+        self.random_state = random_state
+
+    def _train_prior(self, final, n_classes: int) -> np.ndarray:
+        if self.train_prior is not None:
+            return check_priors(self.train_prior, n_classes, "train_prior")
+        recorded = getattr(final, "calibration_prior_", None)
+        if recorded is None:
+            raise ValueError(
+                f"train_prior is None and {type(final).__name__} records no "
+                "calibration_prior_: pass train_prior, the class priors its probabilities "
+                "are calibrated for (the class shares of its calibration rows)"
+            )
+        return check_priors(recorded, n_classes, f"{type(final).__name__}.calibration_prior_")
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X=None, y=None, sample_weight=None):
+        """Read the wrapped model's priors; estimate the target priors from ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features), default=None
+            Unlabeled target rows, as the wrapped model takes them. Needed (at least
+            :data:`MIN_TARGET_ROWS` rows, no missing values) unless ``priors`` is given,
+            in which case it is not read.
+        y : None
+            Ignored: the target rows are unlabeled (accepted for Pipeline use).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the target rows (a weight of 2 counts a row twice).
+
+        Returns
+        -------
+        self : PriorShiftAdapter
+        """
+        estimator = self.estimator
+        try:
+            check_is_fitted(estimator)
+        except NotFittedError:
+            raise ValueError(
+                f"estimator must be a fitted classifier; {type(estimator).__name__} is not "
+                "fitted (PriorShiftAdapter adapts a model, it never fits one)"
+            ) from None
+        self.estimator_ = estimator
+        self.classes_ = np.asarray(estimator.classes_)
+        n_classes = self.classes_.shape[0]
+        final = _final(estimator)
+        self.train_prior_ = self._train_prior(final, n_classes)
+        for name in ("n_features_in_", "feature_names_in_"):
+            if hasattr(estimator, name):
+                setattr(self, name, getattr(estimator, name))
+        if self.priors is not None:
+            self.prior_ = check_priors(self.priors, n_classes, "priors")
+            self.prior_interval_ = np.stack([self.prior_, self.prior_], axis=1)
+            self.prior_se_ = np.zeros(n_classes)
+            self.n_iter_ = 0
+            return self
+        if not _is_calibrated(final):
+            warnings.warn(
+                f"{type(final).__name__} is not a calibrated model (CalibratedClassifier, "
+                "a bernonnx calibrator, CalibratedClassifierCV): EM assumes probabilities "
+                "calibrated for train_prior, and the estimate is only as right as they are",
+                UncalibratedModelWarning,
+                stacklevel=2,
+            )
+        proba, weights = self._target_proba(X, sample_weight)
+        self.prior_, self.n_iter_, change = em_priors(
+            proba,
+            self.train_prior_,
+            weights=weights,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            min_prior=self.min_prior,
+        )
+        if change >= self.tol:
+            warnings.warn(
+                f"EM did not converge in max_iter={self.max_iter} steps: the priors still "
+                f"moved by {change:.3g} (tol={self.tol:g}) in the last step; raise max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights)
+        return self
+
+    def _target_proba(self, X, sample_weight):
+        """The wrapped model's probabilities of the checked target rows, and weights."""
+        if X is None:
+            raise ValueError(
+                "X is None: give the unlabeled target rows to estimate the priors from, "
+                "or the priors themselves (priors=...)"
+            )
+        n = _num_samples(X)
+        if n < MIN_TARGET_ROWS:
+            raise ValueError(
+                f"X must hold at least {MIN_TARGET_ROWS} target rows to estimate the priors "
+                f"from, got {n}: from fewer, even known labels would give each prior a 95% "
+                "interval wider than +-0.1; pass priors=... if you know them"
+            )
+        missing = _missing_rows(X)
+        if missing:
+            raise ValueError(
+                f"X has missing values in {missing} of its {n} target rows: drop or impute "
+                "them first (an estimate from the other rows would be of another population)"
+            )
+        weights = None
+        if sample_weight is not None:
+            weights = np.asarray(sample_weight, dtype=np.float64)
+            if weights.shape != (n,) or not np.all(np.isfinite(weights)) or weights.min() < 0:
+                raise ValueError(
+                    f"sample_weight must be {n} finite non-negative weights, got shape "
+                    f"{weights.shape}"
+                )
+            if weights.sum() <= 0:
+                raise ValueError("sample_weight must have a positive total")
+        proba = np.asarray(self.estimator_.predict_proba(X), dtype=np.float64)
+        return proba, weights
+
+    def _bootstrap(self, proba, weights):
+        """Percentile interval and standard error over resamples of the target rows,
+        each estimated by EM from the point estimate on."""
+        if self.n_bootstrap == 0:
+            return None, None
+        rng = check_random_state(self.random_state)
+        n = proba.shape[0]
+        base = np.ones(n) if weights is None else weights
+        estimates = []
+        for start in range(0, self.n_bootstrap, _BOOTSTRAP_CHUNK):
+            size = min(_BOOTSTRAP_CHUNK, self.n_bootstrap - start)
+            draws = rng.randint(0, n, (size, n))
+            counts = np.stack([np.bincount(row, minlength=n) for row in draws])
+            resampled = counts * base
+            resampled = resampled[resampled.sum(axis=1) > 0]
+            if len(resampled):
+                chunk, _, _ = em_priors(
+                    proba,
+                    self.train_prior_,
+                    weights=resampled,
+                    start=self.prior_,
+                    tol=max(self.tol, _BOOTSTRAP_TOL),
+                    max_iter=self.max_iter,
+                    min_prior=self.min_prior,
+                )
+                estimates.append(chunk)
+        found = np.concatenate(estimates)
+        alpha = (1.0 - self.confidence) / 2.0
+        interval = np.quantile(found, [alpha, 1.0 - alpha], axis=0).T
+        return interval, found.std(axis=0, ddof=1) if len(found) > 1 else np.zeros(len(found.T))
+
+    def predict_proba(self, X):
+        """The wrapped model's probabilities moved to ``prior_`` by Bayes' rule.
+
+        ``w = prior_ / train_prior_``; each row ``p * w / sum(p * w)``
+        (``bernonnx._core.priors.adapt_proba``, which the ONNX graph emits op for op).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        return adapt_proba(self.estimator_.predict_proba(X), self.train_prior_, self.prior_)
+
+    def predict(self, X):
+        """The class with the highest adapted probability."""
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False
+        tags.input_tags.allow_nan = False
+        return tags
