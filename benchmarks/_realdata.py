@@ -320,6 +320,23 @@ EXPORT_DTYPES = {"default": None, "float32": np.float32, "float64": np.float64}
 OUTCOMES = ("exact", "off", "refused", "error")
 
 
+#: The registry calibrators a cell can name besides the default Bernstein one.
+CALIBRATIONS = ("beta", "quadratic-scaling", "venn-abers")
+
+
+def calibration_options(calibration: str) -> dict:
+    """``CalibratedClassifier`` keywords of a cell's ``calibration``."""
+    if calibration in ("default", "log_odds"):
+        return {"log_odds": calibration == "log_odds"}
+    from bernonnx._registry import CALIBRATORS
+
+    for entry in CALIBRATORS:
+        for variant in entry.variants:
+            if variant.cli_name == calibration:
+                return {"calibrator": entry.make(variant)}
+    raise ValueError(f"no registry calibrator named {calibration!r}")
+
+
 @dataclass(frozen=True)
 class Cell:
     """One measured configuration; ``id`` is stable and names it in tables and tests.
@@ -339,7 +356,9 @@ class Cell:
     mode: str = "prefit"  # or "kfold" (cv=3, ensemble)
     task: str = "binary"  # or "multiclass" (see MULTICLASS)
     preprocessing: str = "standard"  # "none" with layout="bare" only
-    calibration: str = "default"  # default BernsteinCalibrator; "log_odds": log_odds=True
+    #: default BernsteinCalibrator; "log_odds": log_odds=True; or a --method name of
+    #: the registry (:data:`CALIBRATIONS`), that calibrator with log_odds="auto"
+    calibration: str = "default"
     layout: str = "column_transformer"
     data: str = "as_read"
 
@@ -349,6 +368,7 @@ class Cell:
             ("data", DATA),
             ("dtype", tuple(EXPORT_DTYPES)),
             ("mode", ("prefit", "kfold")),
+            ("calibration", ("default", "log_odds", *CALIBRATIONS)),
         ):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"{field} must be one of {allowed}, got {getattr(self, field)!r}")
@@ -410,6 +430,30 @@ def quick_cells() -> list[Cell]:
     cells.append(Cell("credit", "HistGradientBoosting", dtype="float32"))
     cells.append(Cell("shoppers", "LogisticRegression", dtype="float32"))
     cells.append(Cell("shoppers", "RandomForest", dtype="float64", data="float32"))
+    # the binary maps of the CalArena leaders: decision values, probabilities, exact
+    # log-odds (GaussianNB), 3-fold, one-vs-rest multiclass, a bare model, float32 data
+    for calibration in CALIBRATIONS:
+        cells.append(Cell("credit", "LogisticRegression", calibration=calibration))
+        cells.append(Cell("shoppers", "RandomForest", calibration=calibration))
+        cells.append(Cell("magic", "GaussianNB", calibration=calibration))
+        cells.append(
+            Cell("shoppers", "HistGradientBoosting", mode="kfold", calibration=calibration)
+        )
+        cells.append(
+            Cell("diabetes", "LogisticRegression", task="multiclass", calibration=calibration)
+        )
+        cells.append(
+            Cell(
+                "credit",
+                "HistGradientBoosting",
+                layout="bare",
+                preprocessing="none",
+                calibration=calibration,
+            )
+        )
+        cells.append(
+            Cell("credit", "HistGradientBoosting", data="float32", calibration=calibration)
+        )
     return cells
 
 
@@ -475,7 +519,7 @@ def fit_cell(cell: Cell, data_dir: Path | str = DEFAULT_DATA_DIR):
         encode = LabelEncoder().fit(np.r_[y_train, y_cal]).transform
         y_train, y_cal, y_test = encode(y_train), encode(y_cal), encode(y_test)
     estimator = make_model(cell, numeric, categorical)
-    options = {"log_odds": cell.calibration == "log_odds"}
+    options = calibration_options(cell.calibration)
     # few iterations on purpose (speed); the fit, not convergence, is what is measured
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -139,6 +139,13 @@ def full_matrix() -> list[rd.Cell]:
             ]
     for dataset in rd.DATASETS:
         cells += [Cell(dataset, model, dtype="float64", data="float32") for model in FEW]
+    # 8: the binary maps of the CalArena leaders, every model, binary and multiclass
+    for calibration in rd.CALIBRATIONS:
+        for dataset in rd.DATASETS:
+            cells += [Cell(dataset, model, calibration=calibration) for model in MODELS]
+        cells += [
+            Cell("diabetes", model, task="multiclass", calibration=calibration) for model in MODELS
+        ]
     return cells
 
 

@@ -3,6 +3,7 @@
 from . import metrics
 from ._version import __version__
 from .bernstein import BernsteinCalibrator
+from .binary import BetaCalibrator, QuadraticScalingCalibrator, VennAbersCalibrator
 from .calibration import CalibratedClassifier
 from .fusion import FusionClassifier
 from .histogram import HistogramCalibrator, PlattHistogramCalibrator
@@ -21,6 +22,7 @@ from .temperature_bernstein import TemperatureBernsteinCalibrator
 
 __all__ = [
     "BernsteinCalibrator",
+    "BetaCalibrator",
     "CalibratedClassifier",
     "FusionClassifier",
     "HistogramCalibrator",
@@ -30,11 +32,13 @@ __all__ = [
     "PlattCalibrator",
     "PlattHistogramCalibrator",
     "PriorShiftAdapter",
+    "QuadraticScalingCalibrator",
     "StructuredMatrixScalingCalibrator",
     "StructuredVectorScalingCalibrator",
     "TemperatureBernsteinCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
+    "VennAbersCalibrator",
     "attach",
     "check_parity",
     "metrics",

@@ -66,6 +66,10 @@ class Entry:
         ``partial_fit``, ``stats_for``, ``CalibrationStats.from_bytes``), or None if
         it has none. A statistics blob names its calibrator; only the entries with
         statistics are looked up, and nothing else is ever called.
+    interval : str or None
+        ``"module:function"`` emitting an extra (N, 2) float64 graph output
+        ``interval`` of the calibrator alone (``emit(g, scores, cal) -> str``), the
+        Python side being its ``predict_interval``; None for none.
     """
 
     cls: str
@@ -75,6 +79,7 @@ class Entry:
     plot: str | None = None
     multiclass: bool = False
     stats: str | None = None
+    interval: str | None = None
 
     @property
     def name(self) -> str:
@@ -126,14 +131,58 @@ CALIBRATORS: tuple[Entry, ...] = (
             Variant("platt", "PlattCalibrator(): Platt scaling"),
             Variant(
                 "platt-logodds",
-                "PlattCalibrator(log_odds=True): Platt on log-odds (scores must be in [0, 1])",
+                "PlattCalibrator(log_odds=True): Platt on log-odds (scores must be in [0, 1]); "
+                "CalArena's affine scaling",
                 _p(log_odds=True),
                 needs_probabilities=True,
-                aliases=("platt-log-odds",),
+                aliases=("platt-log-odds", "affine-scaling"),
             ),
         ),
         plot="bernonnx.plotting._hooks:PLATT",
         stats="bernonnx.stats:ScoreStats",
+    ),
+    Entry(
+        "bernonnx.binary.beta:BetaCalibrator",
+        "bernonnx.converters.beta:emit_beta",
+        (
+            Variant(
+                "beta",
+                "BetaCalibrator(): Beta calibration (Kull et al. 2017), a, b >= 0; scores in "
+                "[0, 1] as probabilities, others as log-odds",
+                aliases=("beta-calibration",),
+            ),
+        ),
+        plot="bernonnx.plotting._hooks:BETA",
+        stats="bernonnx.stats:ScoreStats",
+    ),
+    Entry(
+        "bernonnx.binary.quadratic:QuadraticScalingCalibrator",
+        "bernonnx.converters.quadratic:emit_quadratic",
+        (
+            Variant(
+                "quadratic-scaling",
+                "QuadraticScalingCalibrator(): quadratic scaling of the logit, increasing on "
+                "the fitted range, linear beyond",
+                aliases=("quadratic",),
+            ),
+        ),
+        plot="bernonnx.plotting._hooks:QUADRATIC",
+        stats="bernonnx.stats:ScoreStats",
+    ),
+    Entry(
+        "bernonnx.binary.venn_abers:VennAbersCalibrator",
+        "bernonnx.converters.venn_abers:emit_venn_abers",
+        (
+            Variant(
+                "venn-abers",
+                "VennAbersCalibrator(): inductive Venn-Abers (IVAP), the merged probability "
+                "of the interval (p0, p1)",
+                aliases=("ivap",),
+            ),
+        ),
+        plot="bernonnx.plotting._hooks:VENN_ABERS",
+        stats="bernonnx.stats:ScoreStats",
+        interval="bernonnx.converters.venn_abers:emit_venn_abers_interval",
     ),
     Entry(
         "bernonnx.isotonic:IsotonicCalibrator",

@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import cross_val_predict
 from sklearn.svm import LinearSVC
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import NoneDefaultsMixin
@@ -57,6 +58,16 @@ def _reads_probabilities(calibrator) -> bool:
     )
 
 
+def _told_its_input(calibrator, method: str, log_odds: bool):
+    """A calibrator with ``input="auto"`` (``BetaCalibrator``, ...) told what its scores
+    are, rather than guessing from their range: probabilities from ``predict_proba``
+    without log-odds, log-odds otherwise (decision values, exact or clipped log-odds)."""
+    if getattr(calibrator, "input", None) != "auto":
+        return calibrator
+    kind = "proba" if method == "predict_proba" and not log_odds else "logits"
+    return clone(calibrator).set_params(input=kind)
+
+
 class CalibratedPair:
     """A fitted classifier and its per-class calibrators (one when binary).
 
@@ -92,6 +103,28 @@ class CalibratedPair:
             ],
             self.classes.shape[0],
         )
+
+    def predict_interval(self, X):
+        """Each calibrator's ``predict_interval`` of its score column: ``(n, 2)`` for two
+        classes, ``(n, K, 2)`` one-vs-rest (per class, not renormalised)."""
+        scores = response_scores(
+            self.estimator, X, self.response_method, self.log_odds, self.classes
+        )
+        bounds = [
+            cal.predict_interval(col)
+            for cal, col in zip(self.calibrators, score_columns(scores), strict=True)
+        ]
+        return bounds[0] if len(bounds) == 1 else np.stack(bounds, axis=1)
+
+
+def _gives_intervals(clf) -> bool:
+    """Every calibrator of the fitted ``clf`` has ``predict_interval`` (Venn-Abers)."""
+    check_is_fitted(clf)
+    return all(
+        hasattr(cal, "predict_interval")
+        for pair in clf.calibrated_classifiers_
+        for cal in pair.calibrators
+    )
 
 
 def is_multiclass_calibrator(calibrator) -> bool:
@@ -203,7 +236,10 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         forest's probabilities pile up at +-34.5), and False for a calibrator
         that reads probabilities (``PlattCalibrator(log_odds=True)`` takes their
         log-odds itself, ``TemperatureCalibrator(input="proba")`` their logs).
-        ``log_odds_`` is the choice.
+        ``log_odds_`` is the choice. A calibrator with ``input="auto"``
+        (``BetaCalibrator``, ``QuadraticScalingCalibrator``) is then told what
+        its scores are: ``"proba"`` for probabilities, ``"logits"`` for
+        decision values and log-odds.
 
     Attributes
     ----------
@@ -316,6 +352,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
             # models worse: the default there contains the identity and
             # temperature scaling and adds a correction only where 5-fold log loss says so
             calibrator = _multiclass_default(method, log_odds)
+        calibrator = _told_its_input(calibrator, method, log_odds)
         fit_kw = dict(fit_params)
         if not frozen:
             fit_kw = fit_kwargs(
@@ -420,6 +457,29 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         """Class with the highest calibrated probability."""
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    @available_if(_gives_intervals)
+    def predict_interval(self, X):
+        """The calibrators' intervals, the mean over ``calibrated_classifiers_``.
+
+        Available when every calibrator has ``predict_interval``
+        (:class:`~bernonnx.VennAbersCalibrator`): with one pair (a
+        ``FrozenEstimator``, or ``ensemble=False``) the Venn-Abers interval
+        ``(p0, p1)`` of the positive class's score; with one pair per fold, each
+        bound's mean over the folds. The ONNX export adds it as the float64
+        output ``interval``.
+
+        Returns
+        -------
+        interval : ndarray of shape (n_samples, 2), or (n_samples, n_classes, 2)
+            ``[p0, p1]``; per class (one-vs-rest, not renormalised) for more than
+            two classes.
+        """
+        total = None
+        for pair in self.calibrated_classifiers_:
+            bounds = pair.predict_interval(X)
+            total = bounds if total is None else total + bounds
+        return total / len(self.calibrated_classifiers_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -111,6 +111,8 @@ def calculate_classifier_output_shapes(operator):
     n = operator.inputs[0].get_first_dimension() if operator.inputs else None
     operator.outputs[0].type.shape = [n]
     operator.outputs[1].type.shape = [n, n_classes]
+    for extra in operator.outputs[2:]:  # the intervals of Entry.interval
+        extra.type.shape = [n, 2] if n_classes <= 2 else [n, n_classes, 2]
 
 
 def basis_option(container, model) -> str:

@@ -12,6 +12,8 @@ feed one ``BernonnxCalibrationStage`` operator, whose converter emits::
                     or a multiclass calibrator on all K columns at once
     mean over pairs -> probabilities (Cast to the graph's float type)
     ArgMax -> Gather(classes) -> label
+    every calibrator with an interval (Venn-Abers): each pair's intervals, (N, 2) or
+    (N, K, 2), mean over pairs -> interval (float64)
 
 Both outputs are tensors; ``zipmap=True`` adds skl2onnx's ZipMap on request.
 This mirrors ``CalibratedPair.predict_proba`` and ``CalibratedClassifier.predict_proba``.
@@ -19,6 +21,10 @@ This mirrors ``CalibratedPair.predict_proba`` and ``CalibratedClassifier.predict
 
 from __future__ import annotations
 
+from onnx import TensorProto
+from skl2onnx.common.data_types import DoubleTensorType
+
+from bernonnx._registry import entry_for, resolve
 from bernonnx.calibration import is_multiclass_calibrator
 from bernonnx.converters._classifier import (
     basis_option,
@@ -49,7 +55,46 @@ def parse_calibrated_classifier(scope, model, inputs, custom_parsers=None):
     ]
     operator = scope.declare_local_operator(STAGE, model)
     operator.inputs.extend(scores)
-    return declare_outputs(scope, operator, model, inputs, len(model.classes_))
+    outputs = declare_outputs(scope, operator, model, inputs, len(model.classes_))
+    if _interval_emitters(model) is not None:
+        n_classes = len(model.classes_)
+        shape = [None, 2] if n_classes == 2 else [None, n_classes, 2]
+        interval = scope.declare_local_variable("interval", DoubleTensorType(shape))
+        operator.outputs.append(interval)
+        outputs = [*outputs, interval]
+    return outputs
+
+
+def _interval_emitters(model):
+    """Each pair's calibrators' interval emitters (``Entry.interval``), or None unless
+    every calibrator has one (``CalibratedClassifier.predict_interval``)."""
+    emitters = []
+    for pair in model.calibrated_classifiers_:
+        try:
+            names = [entry_for(cal).interval for cal in pair.calibrators]
+        except TypeError:
+            return None
+        if None in names:
+            return None
+        emitters.append([resolve(name) for name in names])
+    return emitters
+
+
+def _pair_interval(g: GraphWriter, pair, emitters, score: str, n_classes: int) -> str:
+    """One fold's ``CalibratedPair.predict_interval``: (N, 2), or (N, K, 2)."""
+    raw = scores_to_double(
+        g, score, pair.response_method, pair.log_odds, getattr(pair, "log_odds_from", None)
+    )
+    writer = GraphWriter(g.scope, g.container, f"{g.prefix}_interval")
+    columns = [1] if n_classes == 2 else list(range(n_classes))
+    bounds = [
+        emit(writer, writer.column(raw, column), cal)
+        for emit, cal, column in zip(emitters, pair.calibrators, columns, strict=True)
+    ]
+    if n_classes == 2:
+        return bounds[0]
+    axis = g.const("axis1", [1], TensorProto.INT64)
+    return g.node("Concat", [g.node("Unsqueeze", [b, axis]) for b in bounds], axis=1)
 
 
 def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str):
@@ -92,3 +137,22 @@ def convert_calibration_stage(scope, operator, container):
     scores = [var.full_name for var in operator.inputs]
     basis = basis_option(container, model)
     write_outputs(g, operator, mean_probabilities(g, model, scores, basis))
+    emitters = _interval_emitters(model)
+    if emitters is not None:
+        n_classes = len(model.classes_)
+        intervals = [
+            _pair_interval(g, pair, emit, score, n_classes)
+            for pair, emit, score in zip(
+                model.calibrated_classifiers_, emitters, scores, strict=True
+            )
+        ]
+        interval = intervals[0]
+        if len(intervals) > 1:
+            total = g.node("Sum", intervals)
+            interval = g.node("Div", [total, g.const("n_pairs", float(len(intervals)))])
+        g.container.add_node(
+            "Identity",
+            [interval],
+            operator.outputs[2].full_name,
+            name=g.scope.get_unique_operator_name(f"{g.prefix}_interval"),
+        )

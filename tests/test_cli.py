@@ -22,7 +22,14 @@ from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 import bernonnx.export
-from bernonnx import BernsteinCalibrator, IsotonicCalibrator, PlattCalibrator
+from bernonnx import (
+    BernsteinCalibrator,
+    BetaCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    QuadraticScalingCalibrator,
+    VennAbersCalibrator,
+)
 from bernonnx.cli import EXIT_FAILURE, EXIT_PARITY, EXIT_USAGE, main
 from bernonnx.metrics import calibration_report
 
@@ -202,6 +209,16 @@ def test_compare_cross_validation_defaults_and_plot(run, scores_csv, tmp_path):
     assert plot.stat().st_size > 10_000
 
 
+def test_compare_the_binary_maps_by_their_calarena_names(run, scores_csv):
+    path, _, _ = scores_csv
+    # s2: probabilities, which affine-scaling (Platt on their log-odds) needs
+    args = ["-q", "compare", path, "--label", "outcome", "--score", "s2", "--pos-label", "yes"]
+    methods = ["beta", "quadratic-scaling", "venn-abers", "ivap", "affine-scaling"]
+    out, _ = run(*args, *(x for m in methods for x in ("--method", m)))
+    for name in ("beta", "quadratic-scaling", "venn-abers", "platt-logodds"):
+        assert f"| {name} " in out
+
+
 def test_compare_without_matplotlib_notes_and_continues(run, scores_csv, tmp_path, monkeypatch):
     path, _, _ = scores_csv
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails
@@ -220,6 +237,10 @@ def test_compare_without_matplotlib_notes_and_continues(run, scores_csv, tmp_pat
     [
         ("bernstein", BernsteinCalibrator(), "auto"),
         ("isotonic", IsotonicCalibrator(), "float64"),
+        ("beta", BetaCalibrator(), "float64"),
+        ("quadratic-scaling", QuadraticScalingCalibrator(), "auto"),
+        # its graph has a third output, interval: the Triton config lists it too
+        ("venn-abers", VennAbersCalibrator(), "float64"),
     ],
 )
 def test_export_reproduces_the_python_calibrator(

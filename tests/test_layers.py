@@ -55,6 +55,7 @@ LAYERS = {
     "bernonnx._core.keybins": CORE,
     "bernonnx._core.pav": CORE,
     "bernonnx._core.sigmoid": CORE,
+    "bernonnx._core.logistic": CORE,
     "bernonnx._core.priors": CORE,
     "bernonnx._core.affine_softmax": CORE,
     # sources: rows in chunks, and the engines that hold them
@@ -73,6 +74,7 @@ LAYERS = {
     "bernonnx.multivariate": ESTIMATORS,
     "bernonnx.temperature": ESTIMATORS,
     "bernonnx.temperature_bernstein": ESTIMATORS,
+    "bernonnx.binary.*": ESTIMATORS,
     # meta-estimators
     "bernonnx.calibration": META,
     "bernonnx.fusion": META,

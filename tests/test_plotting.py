@@ -10,11 +10,14 @@ from sklearn.linear_model import LogisticRegression
 
 from bernonnx import (
     BernsteinCalibrator,
+    BetaCalibrator,
     HistogramCalibrator,
     IsotonicCalibrator,
     MultivariateBernsteinCalibrator,
     PlattCalibrator,
     PlattHistogramCalibrator,
+    QuadraticScalingCalibrator,
+    VennAbersCalibrator,
 )
 from bernonnx._core.transforms import apply_transform
 from bernonnx.metrics import reliability_table
@@ -191,6 +194,9 @@ ONE_D = {
     "isotonic": IsotonicCalibrator(),
     "histogram": HistogramCalibrator(n_bins=12),
     "platt histogram": PlattHistogramCalibrator(n_bins=10),
+    "beta": BetaCalibrator(),
+    "quadratic scaling": QuadraticScalingCalibrator(),
+    "venn-abers": VennAbersCalibrator(),
 }
 
 

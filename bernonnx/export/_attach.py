@@ -46,8 +46,6 @@ from .convert import _describe, to_onnx
 
 __all__ = ["attach"]
 
-_OUTPUTS = ("label", "probabilities")
-
 
 def _tensor_names(graph: onnx.GraphProto) -> set[str]:
     """Every tensor and node name of ``graph`` and its subgraphs."""
@@ -209,7 +207,8 @@ def attach(
     onnx.ModelProto
         The model's inputs, unchanged, and the outputs ``label`` (N,) and
         ``probabilities`` (N, n_classes) in the score output's float type (plus
-        the kept outputs). The calibrator computes in float64 inside.
+        the kept outputs), and the float64 (N, 2) ``interval`` of a calibrator that
+        has one (``VennAbersCalibrator``). The calibrator computes in float64 inside.
 
     Raises
     ------
@@ -285,6 +284,8 @@ def attach(
     cal = _calibrator_graph(
         calibrator if shift is None else shift, dtype, opset, ml_opset, priors_input
     )
+    # label, probabilities, and the interval of a calibrator that has one (Venn-Abers)
+    added = tuple(o.name for o in cal.graph.output)
     for entry_ in cal.opset_import:
         theirs = _opset(base, entry_.domain)
         if theirs is not None and theirs != entry_.version:
@@ -296,17 +297,17 @@ def attach(
     # the new outputs' names are free in the model: rename any tensor holding one
     taken = _tensor_names(base.graph)
     inputs = {i.name for i in base.graph.input}
-    clash = {name for name in _OUTPUTS if name in taken}
+    clash = {name for name in added if name in taken}
     if clash & inputs:
         raise ValueError(
             f"the model has an input named {sorted(clash & inputs)[0]!r}, which attach adds "
             "as an output; rename the model's input first"
         )
-    renamed = {name: _unique(f"model_{name}", taken | set(_OUTPUTS)) for name in sorted(clash)}
+    renamed = {name: _unique(f"model_{name}", taken | set(added)) for name in sorted(clash)}
     _rename(base.graph, renamed)
     output_name = renamed.get(output, output)
     kept = [o.name for o in base.graph.output]
-    taken = _tensor_names(base.graph) | set(_OUTPUTS)
+    taken = _tensor_names(base.graph) | set(added)
 
     # the adapter: the model's score output in, the calibrator's (N, width) input out
     cal_input = cal.graph.input[0].name
@@ -375,7 +376,7 @@ def attach(
         _refuse_invalid(model, exc)
     graph = merged.graph
     _unprefix_inputs(graph, prefix, [i.name for i in optional], taken)
-    wanted = [*(_OUTPUTS), *(kept if keep_outputs else [])]
+    wanted = [*added, *(kept if keep_outputs else [])]
     infos = {o.name: o for o in [*base.graph.output, *graph.output]}
     del graph.output[:]
     graph.output.extend(infos[name] for name in wanted)

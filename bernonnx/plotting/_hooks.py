@@ -173,6 +173,41 @@ class _Histogram(CurveHooks):
         return _steps(cal.bin_edges_, lo, hi)
 
 
+class _Beta(CurveHooks):
+    def default_range(self, cal):
+        if cal.input_ == "proba":
+            return 0.0, 1.0
+        # log-odds input: where the tails, a l + c below and b l + c above, reach
+        # probabilities 1e-3 and 1 - 1e-3 (+-10 where a tail is flat)
+        edge = float(logit(1.0 - 1e-3))
+        lo = (-edge - cal.intercept_) / cal.a_ if cal.a_ > 0 else -10.0
+        hi = (edge - cal.intercept_) / cal.b_ if cal.b_ > 0 else 10.0
+        return _padded(min(lo, -1.0), max(hi, 1.0))
+
+
+class _Quadratic(CurveHooks):
+    def default_range(self, cal):
+        if cal.input_ == "proba":
+            return 0.0, 1.0
+        return _padded(float(cal.low_), float(cal.high_))
+
+    def jumps(self, cal, lo, hi):
+        # the quadratic meets its tangent tails at the ends of the fitted range
+        ends = np.array([cal.low_, cal.high_])
+        if cal.input_ == "proba":
+            ends = expit(ends)
+        return ends[(ends >= lo) & (ends <= hi)]
+
+
+class _VennAbers(CurveHooks):
+    def default_range(self, cal):
+        return _padded(float(cal.scores_[0]), float(cal.scores_[-1]))
+
+    def jumps(self, cal, lo, hi):
+        # p0 steps at each calibration score, p1 just above it: both, inside [lo, hi]
+        return _steps(cal.scores_[cal.scores_ < hi], lo, hi)
+
+
 class _MultivariateBernstein(SurfaceHooks):
     def column_range(self, cal, column):
         params = _transform_params(cal, column)
@@ -188,6 +223,9 @@ PLATT_HISTOGRAM = _PlattHistogram()
 ISOTONIC = _Isotonic()
 HISTOGRAM = _Histogram()
 MULTIVARIATE_BERNSTEIN = _MultivariateBernstein()
+BETA = _Beta()
+QUADRATIC = _Quadratic()
+VENN_ABERS = _VennAbers()
 
 
 def hooks_for(estimator) -> CurveHooks | SurfaceHooks | None:
