@@ -69,10 +69,16 @@ from bernonnx.converters.exact_models import (
     softmax,
     svc_decision,
 )
-from bernonnx.converters.exact_preprocessing import EXACT_PARSERS, EXACT_TRANSFORMERS
+from bernonnx.converters.exact_preprocessing import EXACT_PARSERS, EXACT_SHAPES, EXACT_TRANSFORMERS
 from bernonnx.converters.exact_trees import tree_ensemble
 
-__all__ = ["EXACT_PARSERS", "EXACT_TRANSFORMERS", "exact_scores", "exact_supported"]
+__all__ = [
+    "EXACT_PARSERS",
+    "EXACT_SHAPES",
+    "EXACT_TRANSFORMERS",
+    "exact_scores",
+    "exact_supported",
+]
 
 LINEAR = (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Perceptron)
 FORESTS = (RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier)

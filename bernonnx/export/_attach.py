@@ -39,6 +39,7 @@ from ._onnx_model import (
     _refuse_invalid,
     _score_output,
     _subgraphs,
+    load_model_file,
 )
 from ._ort_rewrites import make_safe
 from .convert import _describe, to_onnx
@@ -222,10 +223,13 @@ def attach(
     True
     """
     if isinstance(model, str | os.PathLike):
-        model = onnx.load(os.fspath(model))
+        model = load_model_file(model, "model")
     if not isinstance(model, onnx.ModelProto):
         raise ValueError(f"model must be an onnx.ModelProto or a path, got {type(model)!r}")
-    entry = entry_for(calibrator)  # TypeError for anything else
+    try:
+        entry = entry_for(calibrator)
+    except TypeError as exc:
+        raise ValueError(f"calibrator must be a fitted bernonnx calibrator: {exc}") from None
     if not hasattr(calibrator, "classes_"):
         raise ValueError(f"calibrator {type(calibrator).__name__} is not fitted")
     base = onnx.ModelProto()

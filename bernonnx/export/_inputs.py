@@ -17,6 +17,17 @@ Three input layouts, chosen by :func:`input_layout` from the model and ``X_sampl
 Numeric columns (int, float, bool and pandas' nullable ``Int64``, ``Float64`` and
 ``boolean``, missing values as NaN) are fed as floats; string and categorical columns
 as strings.
+
+Which frame columns feed which input follows what scikit-learn reads. A
+ColumnTransformer that selects its columns by (string) name reads them by name, in any
+order and among other columns, and so does the graph. Everything else reads positions:
+a plain Pipeline or bare model (it turns the frame into an array, refusing other names
+only when it recorded string names at fit time), a ColumnTransformer that selects by
+position, columns whose names are not strings (scikit-learn records no names for
+them), and a model fitted on an array but exported with a frame. For those the graph
+records the exported columns (metadata ``input_column_order``) and :func:`onnx_inputs`
+refuses a frame whose columns are not exactly those, in that order: reordering by name
+would compute something Python, reading positions, does not.
 """
 
 from __future__ import annotations
@@ -29,10 +40,14 @@ from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
+from ._errors import text_problem
+
 __all__ = ["input_layout", "onnx_inputs"]
 
 #: metadata key holding the DataFrame column order of a ``"frame"`` layout graph
 INPUT_COLUMNS = "input_columns"
+#: metadata key holding the columns a graph reads by position (absent: by name)
+INPUT_ORDER = "input_column_order"
 
 _NUMPY_OF_ONNX = {
     onnx.TensorProto.FLOAT: np.float32,
@@ -143,12 +158,69 @@ def input_layout(model, X) -> str:
     return "frame"
 
 
+def _by_name(spec) -> bool:
+    if isinstance(spec, str):
+        return True
+    values = list(spec) if isinstance(spec, list | tuple | np.ndarray) else None
+    return values is not None and all(isinstance(v, str) for v in values)
+
+
+def positional_columns(model, X, layout: str) -> list | None:
+    """The columns of ``X`` (as strings) when ``model`` reads them by position, None
+    when it reads them by name (see the module docstring)."""
+    if layout == "array":
+        return None
+    names = [str(c) for c in X.columns]
+    if layout == "frame" or not all(isinstance(c, str) for c in X.columns):
+        return names
+    for consumer in _first_consumers(model):
+        if not isinstance(consumer, ColumnTransformer):
+            return names
+        if getattr(consumer, "feature_names_in_", None) is None:
+            return names
+        for _, step, spec in consumer.transformers_:
+            if not (isinstance(step, str) and step == "drop") and not _by_name(spec):
+                return names
+    return None
+
+
+def _metadata(onnx_model: onnx.ModelProto, key: str):
+    for prop in onnx_model.metadata_props:
+        if prop.key == key:
+            try:
+                value = json.loads(prop.value)
+            except ValueError:
+                value = None
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise ValueError(
+                    f"the graph's metadata {key!r} must be a JSON list of column names, "
+                    f"got {prop.value[:80]!r}"
+                )
+            return value
+    return None
+
+
 def frame_columns(onnx_model: onnx.ModelProto) -> list | None:
     """The DataFrame column order of a ``"frame"`` layout graph, or None."""
-    for prop in onnx_model.metadata_props:
-        if prop.key == INPUT_COLUMNS:
-            return json.loads(prop.value)
-    return None
+    return _metadata(onnx_model, INPUT_COLUMNS)
+
+
+def _check_order(onnx_model: onnx.ModelProto, X) -> list | None:
+    """Refuse a frame whose columns differ from those a positional graph was exported
+    with (names or order): Python would read them by position. Returns those columns
+    (None for a graph that reads them by name)."""
+    expected = _metadata(onnx_model, INPUT_ORDER)
+    if expected is None:
+        expected = frame_columns(onnx_model)  # a "frame" graph: always by position
+    got = [str(c) for c in X.columns]
+    if expected is not None and got != expected:
+        raise ValueError(
+            f"X has the columns {got} but the model reads its columns by position and was "
+            f"exported with {expected}: scikit-learn would compute on whatever stands at "
+            "each position (or refuse other names), so the graph does not reorder by name; "
+            f"pass exactly those columns in that order (X[{expected}])"
+        )
+    return expected
 
 
 def _declared(value_info) -> tuple:
@@ -182,7 +254,11 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
         type than the graph's makes onnxruntime refuse the feed.
 
     Raises a ``ValueError`` naming the missing columns, or the expected width, when
-    ``X`` does not match the graph's inputs.
+    ``X`` does not match the graph's inputs; and when the model reads a frame's
+    columns by position (a plain Pipeline or bare model, a ColumnTransformer that
+    selects by position, column names that are not strings, a model fitted on an
+    array), a frame whose columns are not exactly the exported ones in the exported
+    order: Python would compute on the columns as they stand, the graph cannot tell.
 
     Examples
     --------
@@ -204,8 +280,12 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
         return declared
 
     if _is_frame(X):
+        positional = _check_order(onnx_model, X)
         by_name = {str(c): c for c in X.columns}  # graph names are strings (0 -> "0")
         columns = frame_columns(onnx_model)
+        if positional is not None and columns is None and len(names) == len(X.columns):
+            # one input per column, in the frame's order (skl2onnx renames "0" to "_0")
+            by_name = dict(zip(names, X.columns, strict=True))
         if columns is not None and len(inputs) == 1:
             missing = [c for c in columns if c not in by_name]
             if missing:
@@ -222,6 +302,12 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
             declared, _ = _declared(value_info)
             column = X[by_name[value_info.name]]
             if declared is object:
+                problem = text_problem(column)
+                if problem is not None:
+                    raise ValueError(
+                        f"column {value_info.name!r} has {problem} but the graph takes "
+                        "strings there; convert it: X[col].astype(str)"
+                    )
                 values = column.astype(str).to_numpy(dtype=object)
             else:
                 values = column_values(column, as_float(declared))

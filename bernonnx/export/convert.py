@@ -24,14 +24,17 @@ from bernonnx._version import __version__
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 
+from ._errors import check_text_columns, foreign_error
 from ._inputs import (
     INPUT_COLUMNS,
+    INPUT_ORDER,
     _as_dtype,
     _final_estimator,
     _is_float32_data,
     _numeric,
     input_layout,
     is_numeric_column,
+    positional_columns,
     rounded_columns,
 )
 from ._ort_rewrites import make_safe
@@ -308,7 +311,7 @@ def to_onnx(
     """
     from bernonnx.converters import register_converters
     from bernonnx.converters.base_scores import SAMPLE
-    from bernonnx.converters.exact import EXACT_PARSERS, EXACT_TRANSFORMERS
+    from bernonnx.converters.exact import EXACT_PARSERS, EXACT_SHAPES, EXACT_TRANSFORMERS
     from bernonnx.converters.supported import float32_fit_problems, refusal, unsupported_steps
 
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
@@ -316,6 +319,7 @@ def to_onnx(
     if not isinstance(allow_inexact, bool | np.bool_):
         raise ValueError(f"allow_inexact must be True or False, got {allow_inexact!r}")
     layout = input_layout(model, X_sample)
+    check_text_columns(model, X_sample)
     width = getattr(model, "n_features_in_", None)
     if width is not None and layout == "array":
         shape = np.shape(X_sample)
@@ -388,9 +392,15 @@ def to_onnx(
             target_opset=DEFAULT_OPSET if target_opset is None else target_opset,
             options=options,
             custom_conversion_functions=EXACT_TRANSFORMERS,
+            custom_shape_calculators=EXACT_SHAPES,
             custom_parsers=EXACT_PARSERS,
             name=name,
         )
+    except Exception as exc:  # noqa: BLE001 - skl2onnx's own errors name nothing
+        ours = foreign_error(exc)
+        if ours is None:
+            raise
+        raise ours from exc
     finally:
         SAMPLE.reset(token)
     if widen:
@@ -405,6 +415,9 @@ def to_onnx(
     if layout == "frame":
         columns = [str(c) for c in X_sample.columns]
         onx.metadata_props.add(key=INPUT_COLUMNS, value=json.dumps(columns))
+    positional = positional_columns(model, X_sample, layout)
+    if positional is not None:
+        onx.metadata_props.add(key=INPUT_ORDER, value=json.dumps(positional))
     # onnxruntime would drop x - 1e-106 and x * (1 + 1e-9) from a float64 graph
     make_safe(onx)
     _check_graph(model, onx, X_sample, problems)

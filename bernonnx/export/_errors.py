@@ -1,0 +1,133 @@
+"""What ``to_onnx`` says when a model cannot be exported: our own errors, never another
+library's.
+
+Two kinds of check, both before or around skl2onnx's conversion:
+
+- :func:`check_text_columns`: a DataFrame column of ``object`` dtype whose values are
+  not all strings. The graph reads each column either as numbers or as strings;
+  scikit-learn reads such a column as whatever its values are (a ``StandardScaler``
+  turns numbers held as objects into floats, a ``OneHotEncoder`` compares them as
+  Python objects), which no typed input repeats. The user converts the column.
+- :func:`foreign_error`: any exception raised inside skl2onnx, onnx or numpy during the
+  conversion becomes a ``NotImplementedError`` naming the step that was being
+  converted (read from the traceback: the scikit-learn estimator skl2onnx was parsing
+  or converting) and what to do.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.compose import ColumnTransformer
+
+__all__ = ["check_text_columns", "foreign_error", "text_problem"]
+
+#: this package's directories: an exception raised in them is already ours
+_OURS = (
+    pathlib.Path(__file__).resolve().parents[1],
+    pathlib.Path(__file__).resolve().parents[2] / "converters",
+)
+
+
+def text_problem(series) -> str | None:
+    """Why an object (or string) column cannot be fed as strings, None if it can:
+    values that are not strings (numbers, booleans) beside the missing ones."""
+    from pandas.api.types import infer_dtype
+
+    if np.dtype(getattr(series.dtype, "numpy_dtype", object)).kind != "O":
+        return None
+    if getattr(series.dtype, "name", "") == "category":
+        return None
+    kind = infer_dtype(series, skipna=True)
+    if kind in ("string", "empty"):
+        return None
+    return f"values of type {kind!r} (not strings only)"
+
+
+def _steps_reading(model, column) -> list[str]:
+    """The ColumnTransformer parts of ``model`` that select ``column`` (by name)."""
+    found = []
+
+    def visit(estimator, where):
+        if isinstance(estimator, ColumnTransformer):
+            for name, step, spec in getattr(estimator, "transformers_", []):
+                names = [spec] if isinstance(spec, str) else list(np.ravel(spec))
+                if column in names and not (isinstance(step, str) and step == "drop"):
+                    found.append(f"{where}{name} ({type(step).__name__})")
+            return
+        for key, value in getattr(estimator, "__dict__", {}).items():
+            values = value if isinstance(value, list | tuple) else [value]
+            for v in values:
+                if isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], BaseEstimator):
+                    visit(v[1], f"{where}{v[0]}/")
+                elif isinstance(v, BaseEstimator) and key.endswith(("estimator", "estimator_")):
+                    visit(v, where)
+                elif hasattr(v, "calibrators") and hasattr(v, "estimator"):
+                    visit(v.estimator, where)
+
+    visit(model, "")
+    return list(dict.fromkeys(found))
+
+
+def check_text_columns(model, X_sample) -> None:
+    """``ValueError`` naming each object column of ``X_sample`` that holds other values
+    than strings, the steps that read it, and the conversion to make."""
+    if not (hasattr(X_sample, "columns") and hasattr(X_sample, "dtypes")):
+        return
+    for column in X_sample.columns:
+        problem = text_problem(X_sample[column])
+        if problem is None:
+            continue
+        steps = _steps_reading(model, column)
+        read_by = f" (read by {', '.join(steps)})" if steps else ""
+        raise ValueError(
+            f"X_sample column {column!r}{read_by} has dtype object with {problem}: the "
+            "graph takes each column as numbers or as strings, and scikit-learn computes "
+            "on Python objects that no typed input repeats; convert the column before "
+            "fitting and serving: pandas.to_numeric(X[col]) for numbers, "
+            "X[col].astype(str) for labels"
+        )
+
+
+def _failing_step(tb) -> str | None:
+    """The estimator skl2onnx was converting or parsing when ``tb`` was raised."""
+    step = None
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        operator = local.get("operator")
+        raw = getattr(operator, "raw_operator", None)
+        model = raw if raw is not None else local.get("model")
+        if isinstance(model, BaseEstimator):
+            step = type(model).__name__  # the innermost one wins
+        tb = tb.tb_next
+    return step
+
+
+def _raised_by_us(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    if last is None:
+        return False
+    path = pathlib.Path(last).resolve()
+    return any(path.is_relative_to(root) for root in _OURS)
+
+
+def foreign_error(exc: BaseException) -> BaseException | None:
+    """``exc`` as a ``NotImplementedError`` naming the step, or None when it is ours
+    (a ``ValueError`` or ``NotImplementedError`` raised by bernonnx) already."""
+    if isinstance(exc, ValueError | NotImplementedError) and _raised_by_us(exc):
+        return None
+    step = _failing_step(exc.__traceback__)
+    where = f"the step {step}" if step else "a step of this model"
+    message = " ".join(str(exc).split())[:300]
+    return NotImplementedError(
+        f"to_onnx cannot convert {where}: skl2onnx failed with {type(exc).__name__}: "
+        f"{message}. Export a model made of the steps listed in "
+        "bernonnx.converters.supported, with numeric or string columns (not object "
+        "columns of numbers), or report this model"
+    )
