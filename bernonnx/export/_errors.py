@@ -36,9 +36,13 @@ def text_problem(series) -> str | None:
     values that are not strings (numbers, booleans) beside the missing ones."""
     from pandas.api.types import infer_dtype
 
-    if np.dtype(getattr(series.dtype, "numpy_dtype", object)).kind != "O":
-        return None
     if getattr(series.dtype, "name", "") == "category":
+        return None
+    try:
+        kind = np.dtype(getattr(series.dtype, "numpy_dtype", series.dtype)).kind
+    except TypeError:  # an extension type without a numpy equivalent (strings)
+        kind = "O"
+    if kind != "O":
         return None
     kind = infer_dtype(series, skipna=True)
     if kind in ("string", "empty"):
@@ -131,3 +135,75 @@ def foreign_error(exc: BaseException) -> BaseException | None:
         "bernonnx.converters.supported, with numeric or string columns (not object "
         "columns of numbers), or report this model"
     )
+
+
+def check_arguments(X_sample, *, name, basis, target_opset) -> None:
+    """``ValueError`` naming a ``to_onnx`` argument of the wrong kind, before skl2onnx
+    meets it (its own errors name nothing)."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a str, got {type(name).__name__}")
+    if not (isinstance(basis, str) and basis in ("exp", "pow")):
+        raise ValueError(f"basis must be 'exp' or 'pow', got {basis!r}")
+    opsets = target_opset.values() if isinstance(target_opset, dict) else [target_opset]
+    keys_ok = not isinstance(target_opset, dict) or all(isinstance(k, str) for k in target_opset)
+    if target_opset is not None and not (
+        keys_ok
+        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in opsets)
+    ):
+        raise ValueError(
+            "target_opset must be None, an int or a dict of domain name to int, "
+            f"got {target_opset!r}"
+        )
+    import onnx
+
+    newest = onnx.defs.onnx_opset_version()
+    main = target_opset.get("", newest) if isinstance(target_opset, dict) else target_opset
+    if main is not None and main > newest:
+        raise ValueError(
+            f"target_opset asks for ai.onnx opset {main}, but the installed onnx knows "
+            f"opsets up to {newest}"
+        )
+    if hasattr(X_sample, "tocsr") or hasattr(X_sample, "todense"):
+        raise ValueError(
+            "X_sample is a sparse matrix, but the graph's inputs are dense tensors; pass "
+            "X_sample.toarray() (and feed dense rows when serving)"
+        )
+    if hasattr(X_sample, "columns") and hasattr(X_sample, "dtypes"):
+        duplicated = X_sample.columns[X_sample.columns.duplicated()].tolist()
+        if duplicated:
+            raise ValueError(
+                f"X_sample has duplicate column names {duplicated}: each graph input is one "
+                "named column; rename them"
+            )
+        half = [c for c in X_sample.columns if X_sample[c].dtype == np.float16]
+    else:
+        dtype = getattr(X_sample, "dtype", None)
+        half = ["X_sample"] if dtype == np.float16 else []
+        if dtype is not None and np.dtype(dtype).kind in "OSUc":
+            try:
+                np.asarray(X_sample, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"X_sample must hold numbers (an array of dtype {dtype} was given); "
+                    "text and categories need a DataFrame into a ColumnTransformer"
+                ) from None
+    if half:
+        raise ValueError(
+            f"float16 data ({half}): scikit-learn computes on it in float16, which the "
+            "graph (float32 or float64 inputs) does not repeat; cast to float32 or "
+            "float64 before fitting and serving"
+        )
+
+
+def check_routed_columns(consumers, X_sample) -> None:
+    """``ValueError`` naming the columns a ColumnTransformer was fitted on (by name)
+    that ``X_sample`` lacks: scikit-learn refuses such a frame too."""
+    present = {str(c) for c in X_sample.columns}
+    for consumer in consumers:
+        names = getattr(consumer, "feature_names_in_", None)
+        missing = [str(c) for c in (names if names is not None else []) if str(c) not in present]
+        if missing:
+            raise ValueError(
+                f"X_sample lacks the columns {missing} that {type(consumer).__name__} was "
+                "fitted on; pass a frame with every column the model was fitted on"
+            )

@@ -158,13 +158,6 @@ def input_layout(model, X) -> str:
     return "frame"
 
 
-def _by_name(spec) -> bool:
-    if isinstance(spec, str):
-        return True
-    values = list(spec) if isinstance(spec, list | tuple | np.ndarray) else None
-    return values is not None and all(isinstance(v, str) for v in values)
-
-
 def positional_columns(model, X, layout: str) -> list | None:
     """The columns of ``X`` (as strings) when ``model`` reads them by position, None
     when it reads them by name (see the module docstring)."""
@@ -174,13 +167,10 @@ def positional_columns(model, X, layout: str) -> list | None:
     if layout == "frame" or not all(isinstance(c, str) for c in X.columns):
         return names
     for consumer in _first_consumers(model):
-        if not isinstance(consumer, ColumnTransformer):
-            return names
+        # fitted on string names, a ColumnTransformer selects by name, even where its
+        # columns were given as positions
         if getattr(consumer, "feature_names_in_", None) is None:
             return names
-        for _, step, spec in consumer.transformers_:
-            if not (isinstance(step, str) and step == "drop") and not _by_name(spec):
-                return names
     return None
 
 
@@ -255,10 +245,10 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
 
     Raises a ``ValueError`` naming the missing columns, or the expected width, when
     ``X`` does not match the graph's inputs; and when the model reads a frame's
-    columns by position (a plain Pipeline or bare model, a ColumnTransformer that
-    selects by position, column names that are not strings, a model fitted on an
-    array), a frame whose columns are not exactly the exported ones in the exported
-    order: Python would compute on the columns as they stand, the graph cannot tell.
+    columns by position (a plain Pipeline or bare model, column names that are not
+    strings, a model fitted on an array), a frame whose columns are not exactly the
+    exported ones in the exported order: Python would compute on the columns as they
+    stand, the graph cannot tell.
 
     Examples
     --------
@@ -303,6 +293,8 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
             column = X[by_name[value_info.name]]
             if declared is object:
                 problem = text_problem(column)
+                if problem is None and is_numeric_column(column):
+                    problem = f"numbers ({column.dtype})"
                 if problem is not None:
                     raise ValueError(
                         f"column {value_info.name!r} has {problem} but the graph takes "

@@ -24,12 +24,13 @@ from bernonnx._version import __version__
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 
-from ._errors import check_text_columns, foreign_error
+from ._errors import check_arguments, check_routed_columns, check_text_columns, foreign_error
 from ._inputs import (
     INPUT_COLUMNS,
     INPUT_ORDER,
     _as_dtype,
     _final_estimator,
+    _first_consumers,
     _is_float32_data,
     _numeric,
     input_layout,
@@ -318,8 +319,11 @@ def to_onnx(
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
     if not isinstance(allow_inexact, bool | np.bool_):
         raise ValueError(f"allow_inexact must be True or False, got {allow_inexact!r}")
+    check_arguments(X_sample, name=name, basis=basis, target_opset=target_opset)
     layout = input_layout(model, X_sample)
     check_text_columns(model, X_sample)
+    if layout == "columns":
+        check_routed_columns(_first_consumers(model), X_sample)
     width = getattr(model, "n_features_in_", None)
     if width is not None and layout == "array":
         shape = np.shape(X_sample)
