@@ -8,8 +8,9 @@ truncations:
 
 - a numeric column: ``Equal(x, categories)`` in float64 (``IsNaN`` for a NaN
   category), so a value is a category exactly when numpy's comparison says so;
-- a string column: ``ai.onnx.ml.OneHotEncoder`` on ``str`` of each category (the feed
-  is ``str`` of each value, :func:`bernonnx.export.onnx_inputs`).
+- a string column: ``ai.onnx.ml.OneHotEncoder`` on each category as the feed holds it
+  (``converters._graph.text_token``: strings as they are, a missing value as a token
+  of its own, so the string ``"nan"`` is not NaN).
 
 That gives each row's indicator over ``categories_[i]``; one ``MatMul`` by a 0/1 matrix
 then maps it to the output columns. The matrix, and the row an unknown value gets,
@@ -34,7 +35,7 @@ from skl2onnx.common.data_types import (
     StringTensorType,
 )
 
-from bernonnx.converters._graph import DOUBLE, GraphWriter
+from bernonnx.converters._graph import DOUBLE, GraphWriter, text_token
 
 __all__ = ["convert_exact_one_hot", "one_hot_problem", "one_hot_shape"]
 
@@ -69,11 +70,10 @@ def one_hot_problem(model) -> str | None:
                     "as numbers or as strings; convert it to one type before fitting "
                     "(pandas.to_numeric, or .astype(str))"
                 )
-            if len({str(c) for c in categories}) != len(categories):
+            if len({text_token(c) for c in categories}) != len(categories):
                 return (
-                    f"{column} has categories whose text is the same "
-                    f"({[str(c) for c in categories]}), which a graph fed strings cannot "
-                    "tell apart; make them distinct strings before fitting"
+                    f"{column} has categories a graph fed strings cannot tell apart "
+                    f"({[text_token(c) for c in categories]}); make them distinct strings"
                 )
             continue
         if categories.dtype.kind not in "biuf":
@@ -178,7 +178,7 @@ def _indicator(g: GraphWriter, x: str, var_type, categories, errors: bool) -> st
     value fails in onnxruntime."""
     k = len(categories)
     if isinstance(var_type, StringTensorType):
-        cats = [str(c).encode("utf-8") for c in categories]
+        cats = [text_token(c).encode("utf-8") for c in categories]
         hot = g.node(
             "OneHotEncoder", [x], op_domain="ai.onnx.ml", cats_strings=cats, zeros=int(not errors)
         )

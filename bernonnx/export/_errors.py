@@ -195,15 +195,64 @@ def check_arguments(X_sample, *, name, basis, target_opset) -> None:
         )
 
 
+def _used_names(consumer) -> list:
+    """The fitted column names a ColumnTransformer's parts read (not the dropped ones)."""
+    names = np.asarray(consumer.feature_names_in_, dtype=object)
+    used = []
+    for _, step, spec in getattr(consumer, "transformers_", []):
+        if isinstance(step, str) and step == "drop":
+            continue
+        picked = np.ravel(np.asarray([spec] if isinstance(spec, str) else spec, dtype=object))
+        if picked.size and all(isinstance(v, bool | np.bool_) for v in picked):
+            picked = names[picked.astype(bool)]
+        elif picked.size and all(isinstance(v, int | np.integer) for v in picked):
+            picked = names[picked.astype(np.int64)]
+        used += [str(v) for v in picked]
+    return list(dict.fromkeys(used))
+
+
+def in_fitted_order(consumers, X_sample):
+    """``X_sample`` with the columns its ColumnTransformers were fitted on first, in
+    that order: skl2onnx maps a part's positional columns (``[0, 1]``) to the graph's
+    inputs by position, scikit-learn to the fitted names."""
+    fitted = [getattr(c, "feature_names_in_", None) for c in consumers]
+    if not fitted or any(f is None for f in fitted):
+        return X_sample
+    names = [str(c) for c in fitted[0]]
+    if any([str(c) for c in f] != names for f in fitted):
+        return X_sample
+    by_name = {str(c): c for c in X_sample.columns}
+    if not set(names) <= set(by_name):
+        positional = any(
+            not isinstance(spec, str)
+            and np.size(spec)
+            and not all(isinstance(v, str) for v in np.ravel(np.asarray(spec, dtype=object)))
+            for consumer in consumers
+            for _, step, spec in consumer.transformers_
+            if not (isinstance(step, str) and step == "drop")
+        )
+        if positional:
+            missing = [n for n in names if n not in by_name]
+            raise ValueError(
+                f"X_sample lacks the columns {missing} that the ColumnTransformer was "
+                "fitted on; it selects some columns by position, which the graph can map "
+                "only from a sample holding every fitted column"
+            )
+        return X_sample
+    rest = [c for c in X_sample.columns if str(c) not in set(names)]
+    return X_sample[[by_name[n] for n in names] + rest]
+
+
 def check_routed_columns(consumers, X_sample) -> None:
-    """``ValueError`` naming the columns a ColumnTransformer was fitted on (by name)
-    that ``X_sample`` lacks: scikit-learn refuses such a frame too."""
+    """``ValueError`` naming the columns a ColumnTransformer fitted on names reads that
+    ``X_sample`` lacks: scikit-learn refuses such a frame too."""
     present = {str(c) for c in X_sample.columns}
     for consumer in consumers:
-        names = getattr(consumer, "feature_names_in_", None)
-        missing = [str(c) for c in (names if names is not None else []) if str(c) not in present]
+        if getattr(consumer, "feature_names_in_", None) is None:
+            continue
+        missing = [c for c in _used_names(consumer) if c not in present]
         if missing:
             raise ValueError(
-                f"X_sample lacks the columns {missing} that {type(consumer).__name__} was "
-                "fitted on; pass a frame with every column the model was fitted on"
+                f"X_sample lacks the columns {missing} that {type(consumer).__name__} "
+                "reads; pass a frame with every column the model reads"
             )

@@ -40,6 +40,8 @@ from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
+from bernonnx.converters._graph import text_tokens
+
 from ._errors import text_problem
 
 __all__ = ["input_layout", "onnx_inputs"]
@@ -96,7 +98,7 @@ def column_values(series, dtype) -> np.ndarray:
             series = series.astype(series.dtype.categories.dtype)
         with np.errstate(over="ignore"):  # beyond float32: inf, which the guard reports
             return series.to_numpy(dtype=dtype, na_value=np.nan)
-    return series.astype(str).to_numpy(dtype=object)
+    return text_tokens(series.astype(object))
 
 
 def _as_dtype(X, dtype):
@@ -300,7 +302,7 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
                         f"column {value_info.name!r} has {problem} but the graph takes "
                         "strings there; convert it: X[col].astype(str)"
                     )
-                values = column.astype(str).to_numpy(dtype=object)
+                values = text_tokens(column.astype(object))
             else:
                 values = column_values(column, as_float(declared))
                 if not is_numeric_column(column):

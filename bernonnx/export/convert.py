@@ -24,7 +24,13 @@ from bernonnx._version import __version__
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 
-from ._errors import check_arguments, check_routed_columns, check_text_columns, foreign_error
+from ._errors import (
+    check_arguments,
+    check_routed_columns,
+    check_text_columns,
+    foreign_error,
+    in_fitted_order,
+)
 from ._inputs import (
     INPUT_COLUMNS,
     INPUT_ORDER,
@@ -324,6 +330,7 @@ def to_onnx(
     check_text_columns(model, X_sample)
     if layout == "columns":
         check_routed_columns(_first_consumers(model), X_sample)
+        X_sample = in_fitted_order(_first_consumers(model), X_sample)
     width = getattr(model, "n_features_in_", None)
     if width is not None and layout == "array":
         shape = np.shape(X_sample)
