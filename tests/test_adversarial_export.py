@@ -330,3 +330,33 @@ def test_make_safe_and_attach_name_bad_arguments(tmp_path):
     for calibrator in ("x", LogisticRegression().fit(s, s[:, 0] > 0)):
         with pytest.raises(ValueError, match="calibrator must be a fitted bernonnx calibrator"):
             attach(onx, calibrator, output="probabilities", column=1)
+
+
+def test_values_python_refuses_are_refused_before_the_graph():
+    """NaN and infinities: where scikit-learn refuses them (a scaler, a one-hot column,
+    a linear model), onnx_inputs refuses them too instead of feeding a graph that would
+    answer; where it accepts them (a one-hot column fitted with NaN, a histogram
+    gradient boosting model) both answer, alike."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y = credit(1500)
+    X = X[["EDUCATION", "LIMIT_BAL", "AGE"]].astype({"EDUCATION": "float64"})
+    X.loc[X.index[::50], "EDUCATION"] = np.nan  # a category of its own
+    clf = fit_frame(X, y, OneHotEncoder(handle_unknown="ignore"), ["EDUCATION"])
+    onx = to_onnx(clf, X[:5])
+    for column, value in [("EDUCATION", np.inf), ("LIMIT_BAL", np.nan), ("AGE", -np.inf)]:
+        served = X[:20].astype("float64")
+        served.loc[served.index[3], column] = value
+        with pytest.raises(ValueError, match=f"column '{column}' holds .*refuses in Python"):
+            onnx_inputs(onx, served)
+        assert disagreements(clf, onx, served) == []  # both refuse
+    nan_rows = X[X["EDUCATION"].isna()]
+    assert len(nan_rows) and disagreements(clf, onx, nan_rows) == []  # both answer
+    A = X.drop(columns="EDUCATION").to_numpy(float)
+    trees = CalibratedClassifier(HistGradientBoostingClassifier(max_iter=10), cv=2).fit(A, y)
+    onx = to_onnx(trees, A[:5])
+    served = A[:10].copy()
+    served[0, 0], served[1, 1], served[2, 0] = np.nan, np.inf, -np.inf
+    python = trees.predict_proba(served)
+    graph = _session(onx).run(["probabilities"], onnx_inputs(onx, served))[0]
+    np.testing.assert_allclose(graph, python, rtol=0, atol=TOL)

@@ -43,6 +43,7 @@ from sklearn.pipeline import Pipeline
 from bernonnx.converters._graph import text_tokens
 
 from ._errors import text_problem
+from ._refusals import check_refused, read_refused
 
 __all__ = ["input_layout", "onnx_inputs"]
 
@@ -265,6 +266,7 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
     """
     inputs = list(onnx_model.graph.input)
     names = [i.name for i in inputs]
+    refused = read_refused(onnx_model)
 
     def as_float(declared):
         if dtype is not None and np.dtype(declared).kind == "f":
@@ -284,6 +286,8 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
                 raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes")
             declared, _ = _declared(inputs[0])
             values = [column_values(X[by_name[c]], as_float(declared)) for c in columns]
+            for c, v in zip(columns, values, strict=True):
+                check_refused(refused, c, v)
             matrix = np.column_stack(values) if values else np.empty((len(X), 0))
             return {names[0]: matrix.astype(as_float(declared), copy=False)}
         missing = [name for name in names if name not in by_name]
@@ -305,6 +309,7 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
                 values = text_tokens(column.astype(object))
             else:
                 values = column_values(column, as_float(declared))
+                check_refused(refused, value_info.name, values)
                 if not is_numeric_column(column):
                     raise ValueError(
                         f"column {value_info.name!r} holds strings but the graph takes "
@@ -321,6 +326,8 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
         raise ValueError(
             f"X has shape {X.shape} but the ONNX input {names[0]!r} takes {width} columns"
         )
+    for j in range(X.shape[1] if X.ndim == 2 and refused else 0):
+        check_refused(refused, str(j), X[:, j])
     return {names[0]: X}
 
 

@@ -39,12 +39,14 @@ from ._inputs import (
     _first_consumers,
     _is_float32_data,
     _numeric,
+    _numeric_columns,
     input_layout,
     is_numeric_column,
     positional_columns,
     rounded_columns,
 )
 from ._ort_rewrites import make_safe
+from ._refusals import REFUSED, refused_values
 from .parity import check_parity
 
 __all__ = ["DEFAULT_OPSET", "InexactExportWarning", "float32_input_loss", "to_onnx"]
@@ -426,6 +428,11 @@ def to_onnx(
     if layout == "frame":
         columns = [str(c) for c in X_sample.columns]
         onx.metadata_props.add(key=INPUT_COLUMNS, value=json.dumps(columns))
+    refused = refused_values(
+        model, X_sample, _numeric_columns(X_sample) if layout != "array" else []
+    )
+    if refused:
+        onx.metadata_props.add(key=REFUSED, value=json.dumps(refused))
     positional = positional_columns(model, X_sample, layout)
     if positional is not None:
         onx.metadata_props.add(key=INPUT_ORDER, value=json.dumps(positional))
