@@ -223,8 +223,8 @@ def convert_exact_one_hot(scope, operator, container):
     for (x, var_type), categories, (matrix, unknown_row) in zip(
         columns, model.categories_, _maps(model), strict=True
     ):
-        if not matrix.shape[1]:
-            continue
+        if not matrix.shape[1] and not errors:
+            continue  # no output column; with "error" the lookup still refuses unknowns
         if isinstance(var_type, StringTensorType) != _is_text(categories):
             raise NotImplementedError(
                 "OneHotEncoder: a column fitted on "

@@ -8,6 +8,7 @@ ColumnTransformer's concatenation is typed float64 when any part is)::
     MinMaxScaler                    x -> Mul(scale) -> Add(min) [-> Clip]
     MaxAbsScaler                    x -> Div(scale)
     SimpleImputer (NaN, numeric)    Where(IsNaN(x), statistics, x)
+    OneHotEncoder                   ``exact_onehot``: Equal(x, categories) -> MatMul(map)
 
 Each op runs in the precision numpy uses for it on float32 data: either in
 float32 with float32 constants (``X -= xp.astype(mean_, X.dtype)``) or in

@@ -332,6 +332,23 @@ def test_make_safe_and_attach_name_bad_arguments(tmp_path):
             attach(onx, calibrator, output="probabilities", column=1)
 
 
+def test_object_columns_of_bools_with_pd_na_are_named():
+    """bools and pd.NA in an object column (a nullable column concatenated with floats):
+    scikit-learn reads pd.NA as an unknown object, not NaN, which no float feed holds."""
+    X, y = credit(800)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"c": _column("boolean", len(X), rng).values})
+    frame[["LIMIT_BAL", "AGE"]] = X[["LIMIT_BAL", "AGE"]]
+    clf = fit_frame(frame, y, OneHotEncoder(handle_unknown="ignore"), ["c"])
+    onx = to_onnx(clf, frame[:5])
+    mixed = frame[:20].astype({"c": object})
+    assert mixed["c"].isna().any()
+    with pytest.raises(ValueError, match="column 'c' holds pd.NA among numbers"):
+        onnx_inputs(onx, mixed)
+    plain = mixed.dropna()  # bools held as objects: fed as numbers, as Python reads them
+    assert disagreements(clf, onx, plain) == []
+
+
 def test_values_python_refuses_are_refused_before_the_graph():
     """NaN and infinities: where scikit-learn refuses them (a scaler, a one-hot column,
     a linear model), onnx_inputs refuses them too instead of feeding a graph that would
@@ -360,3 +377,108 @@ def test_values_python_refuses_are_refused_before_the_graph():
     python = trees.predict_proba(served)
     graph = _session(onx).run(["probabilities"], onnx_inputs(onx, served))[0]
     np.testing.assert_allclose(graph, python, rtol=0, atol=TOL)
+
+
+# ------------------------------------------------- the one-hot matrix
+
+
+def _column(kind, n, rng):
+    """One column of each type pandas gives users, some with missing values."""
+    missing = rng.random(n) < 0.1
+    return {
+        "int64": pd.Series(rng.choice([0, 1, 2, 3, 5], n)),
+        "float": pd.Series(rng.choice([0.5, 1.5, 2.25, np.nan], n)),
+        "str_nan": pd.Series(rng.choice(["a", "b", "nan"], n).astype(object)).mask(missing),
+        "str_none": pd.Series(np.where(missing, None, rng.choice(["a", "None"], n)), dtype=object),
+        "bool": pd.Series(rng.random(n) < 0.3),
+        "Int64": pd.Series(pd.array(rng.integers(0, 4, n), dtype="Int64")).mask(missing),
+        "Float64": pd.Series(pd.array(rng.choice([0.5, 1.0, 3.0], n), dtype="Float64")).mask(
+            missing
+        ),
+        "boolean": pd.Series(pd.array(rng.random(n) < 0.5, dtype="boolean")).mask(missing),
+        "string": pd.Series(pd.array(rng.choice(["x", "y", "z"], n), dtype="string")),
+        "cat_int": pd.Series(pd.Categorical(rng.choice([1, 2, 3], n))),
+        "cat_float": pd.Series(pd.Categorical(rng.choice([0.5, 1.5], n))),
+        "cat_str": pd.Series(pd.Categorical(rng.choice(["p", "q", None], n))),
+    }[kind]
+
+
+#: values served in each column type: unseen, near a category, missing, the string
+#: "nan" beside NaN
+SERVED = {
+    "int64": [2.5, 2.0000001, 99.0, -1.0, 1e10, np.nan, 2.0, -0.0],
+    "float": [1.0, 0.5000001, 99.0, np.nan, 1.5],
+    "bool": [0.5, 2.0, 1.0, np.nan],
+    "Int64": [2.5, 7.0, np.nan],
+    "Float64": [0.5000001, np.nan, 3.0],
+    "cat_int": [1.5, 4.0, np.nan],
+    "cat_float": [0.5, 2.0, np.nan],
+    "str_nan": ["zz", "nan", None, np.nan, "a"],
+    "str_none": ["None", None, np.nan, "zz"],
+    "string": ["w", "x", None],
+    "cat_str": ["zz", None, "p"],
+}
+TEXT = {"str_nan", "str_none", "string", "cat_str"}
+ENCODERS = {
+    f"{unknown}-{drop}-{frequency}": dict(
+        handle_unknown=unknown, drop=drop, min_frequency=frequency
+    )
+    for unknown in ("ignore", "error", "infrequent_if_exist", "warn")
+    for drop in (None, "first", "if_binary")
+    for frequency in (None, 100)
+} | {
+    "max_categories": dict(handle_unknown="ignore", max_categories=2),
+    "float32": dict(dtype=np.float32, handle_unknown="ignore"),
+    "int64": dict(dtype=np.int64, handle_unknown="ignore"),
+    "sparse": dict(sparse_output=True, handle_unknown="ignore"),
+    "bool": dict(dtype=bool, handle_unknown="ignore"),
+    "infrequent-drop": dict(handle_unknown="infrequent_if_exist", max_categories=2, drop="first"),
+}
+#: the quick run's share of the matrix: each column type once, each setting once
+QUICK = [
+    ("int64", "ignore-None-None"),
+    ("float", "error-first-100"),
+    ("str_nan", "error-first-100"),  # every category infrequent, the one column dropped
+    ("str_none", "infrequent_if_exist-None-100"),
+    ("bool", "ignore-None-None"),
+    ("Int64", "warn-if_binary-None"),
+    ("Float64", "max_categories"),
+    ("boolean", "int64"),
+    ("string", "sparse"),
+    ("cat_int", "infrequent-drop"),
+    ("cat_float", "float32"),
+    ("cat_str", "bool"),
+]
+
+
+def _matrix():
+    kinds = list(SERVED) + ["boolean"]
+    for kind in kinds:
+        for name in ENCODERS:
+            quick = (kind, name) in QUICK
+            yield pytest.param(kind, name, marks=() if quick else pytest.mark.slow)
+
+
+@pytest.mark.parametrize("kind, encoder", list(_matrix()))
+def test_one_hot_matrix_agrees_or_refuses_by_name(kind, encoder):
+    """Each column type under each encoder setting: exported, the graph agrees with
+    Python on every row either accepts (both refuse the rest); or to_onnx refuses with
+    our ValueError / NotImplementedError."""
+    X, y = credit(800)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"c": _column(kind, len(X), rng).values, "LIMIT_BAL": X["LIMIT_BAL"]})
+    frame["AGE"] = X["AGE"]
+    try:
+        clf = fit_frame(frame, y, OneHotEncoder(**ENCODERS[encoder]), ["c"])
+    except (TypeError, ValueError):
+        pytest.skip("scikit-learn cannot fit this column with this encoder")
+    try:
+        onx = to_onnx(clf, frame[:5])
+    except (ValueError, NotImplementedError) as exc:
+        assert "skl2onnx failed" not in str(exc), exc  # ours, naming the step
+        return
+    assert disagreements(clf, onx, frame[:60]) == []
+    if kind in SERVED:
+        served = frame.iloc[[0] * len(SERVED[kind])].copy()
+        served["c"] = pd.Series(SERVED[kind], dtype=object if kind in TEXT else float).values
+        assert disagreements(clf, onx, pd.concat([frame[:60], served], ignore_index=True)) == []

@@ -63,6 +63,7 @@ from bernonnx import (
 from bernonnx._base import MAX_DEGREE
 from bernonnx.converters import register_converters
 from bernonnx.converters.exact_trees import round_down_float32
+from bernonnx.deploy import run_onnx as run_named
 from bernonnx.export import check_parity, onnx_inputs, to_onnx
 
 # -------------------------------------------------------- Bernstein graph alone
@@ -135,12 +136,16 @@ def test_nan_and_inf_have_documented_results():
     cal, s = fitted_calibrator(10, "log", "logistic")
     onx = to_onnx(cal, s[:1, None], dtype=np.float64)
     x = np.array([[np.nan], [np.inf], [-np.inf], [0.0]])
-    label, proba = run_onnx(onx, x)
-    # Python refuses NaN/inf scores with a ValueError naming them ...
+    # Python refuses NaN/inf scores with a ValueError naming them, and so does the feed
+    # onnx_inputs builds (what the model refuses is recorded at export) ...
     with pytest.raises(ValueError, match="scores contains"):
         cal.predict_proba(x)
-    # ... the graph cannot raise: NaN rows give NaN probabilities and classes_[0],
-    # +-inf give the limits of the calibration map
+    with pytest.raises(ValueError, match="refuses in Python"):
+        run_onnx(onx, x)
+    # ... the graph itself cannot raise: fed them anyway, NaN rows give NaN
+    # probabilities and classes_[0], +-inf give the limits of the calibration map
+    outputs = run_named(onx, {onx.graph.input[0].name: x})
+    label, proba = outputs["label"], outputs["probabilities"]
     assert np.all(np.isnan(proba[0])) and label[0] == cal.classes_[0]
     big = np.finfo(np.float64).max
     np.testing.assert_allclose(proba[1:3], cal.predict_proba(np.array([big, -big])), atol=1e-12)

@@ -36,6 +36,7 @@ import json
 
 import numpy as np
 import onnx
+import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
@@ -84,6 +85,14 @@ def is_numeric_column(series) -> bool:
     if getattr(dtype, "name", "") == "category":
         return _kind(dtype.categories.dtype) in "biuf"
     return _kind(dtype) in "biuf"
+
+
+def _holds_numbers(series) -> bool:
+    """An object column whose values (missing ones aside) are all numbers or bools."""
+    from pandas.api.types import infer_dtype
+
+    kinds = ("boolean", "integer", "floating", "mixed-integer-float", "empty")
+    return _kind(series.dtype) == "O" and infer_dtype(series, skipna=True) in kinds
 
 
 def _numeric_columns(X) -> list:
@@ -308,6 +317,15 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
                     )
                 values = text_tokens(column.astype(object))
             else:
+                if not is_numeric_column(column) and _holds_numbers(column):
+                    if any(v is pd.NA for v in column):
+                        raise ValueError(
+                            f"column {value_info.name!r} holds pd.NA among numbers in an "
+                            "object column, which scikit-learn reads as neither NaN nor a "
+                            "number; give it a nullable dtype (astype('Float64'), "
+                            "astype('boolean')) or NaN"
+                        )
+                    column = column.astype("Float64")  # bools and numbers held as objects
                 values = column_values(column, as_float(declared))
                 check_refused(refused, value_info.name, values)
                 if not is_numeric_column(column):
