@@ -482,3 +482,42 @@ def test_one_hot_matrix_agrees_or_refuses_by_name(kind, encoder):
         served = frame.iloc[[0] * len(SERVED[kind])].copy()
         served["c"] = pd.Series(SERVED[kind], dtype=object if kind in TEXT else float).values
         assert disagreements(clf, onx, pd.concat([frame[:60], served], ignore_index=True)) == []
+
+
+@pytest.mark.parametrize(
+    "dtype, categories, handle_unknown, served",
+    [
+        ("int64", [0, 1, 2, 3, 4, 5, 6], "ignore", [2.5, 7.0, 3.0]),
+        ("int64", [0, 1, 2, 3, 4, 5, 6], "error", [2.5, 7.0, 3.0]),
+        ("float64", [0.5, 1.0, 2.0, 3.0], "ignore", [0.5, 2.0, 2.5, np.nan]),
+        ("float64", [1.0, 2.0, 3.0, np.nan], "ignore", [np.nan, 2.0, 9.0]),
+        ("str", ["1", "2", "3", "zz"], "ignore", ["zz", "4", None]),
+    ],
+)
+def test_one_hot_with_categories_given(dtype, categories, handle_unknown, served):
+    X, y = credit(800)
+    frame = X[["EDUCATION", "LIMIT_BAL", "AGE"]].astype({"EDUCATION": dtype})
+    encoder = OneHotEncoder(categories=[categories], handle_unknown=handle_unknown)
+    clf = fit_frame(frame, y, encoder, ["EDUCATION"])
+    onx = to_onnx(clf, frame[:5])
+    rows = frame.iloc[[0] * len(served)].copy()
+    rows["EDUCATION"] = pd.Series(served, dtype=object if dtype == "str" else float).values
+    assert disagreements(clf, onx, pd.concat([frame[:60], rows], ignore_index=True)) == []
+
+
+def test_one_hot_on_a_numeric_frame_in_a_plain_pipeline():
+    """No ColumnTransformer: the encoder reads the one input X, column by column."""
+    X, y = credit(800)
+    frame = X[["EDUCATION", "MARRIAGE"]]
+    for unknown in ("ignore", "infrequent_if_exist"):
+        encoder = OneHotEncoder(handle_unknown=unknown, min_frequency=20)
+        base = make_pipeline(encoder, LogisticRegression())
+        clf = CalibratedClassifier(base, cv=2).fit(frame, y)
+        onx = to_onnx(clf, frame[:5])
+        served = frame.iloc[[0] * 4].astype(float)
+        served["EDUCATION"] = [2.5, 99.0, np.nan, 1.0]
+        served["MARRIAGE"] = [1.0, 0.5, 2.0, 7.0]
+        rows = pd.concat([frame[:60].astype(float), served], ignore_index=True)
+        assert disagreements(clf, onx, rows) == []
+        with pytest.raises(ValueError, match="exported from an array"):
+            onnx_inputs(to_onnx(clf, frame[:5].to_numpy()), frame)

@@ -300,6 +300,12 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
             matrix = np.column_stack(values) if values else np.empty((len(X), 0))
             return {names[0]: matrix.astype(as_float(declared), copy=False)}
         missing = [name for name in names if name not in by_name]
+        if missing and len(names) == 1 and _declared(inputs[0])[1] != 1:
+            raise ValueError(
+                f"X is a DataFrame but the graph was exported from an array (one input "
+                f"{names[0]!r}, no column names): feed an array, X.to_numpy(), its columns "
+                "in the order the model was fitted on"
+            )
         if missing:
             raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes as inputs")
         feed = {}
