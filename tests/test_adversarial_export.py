@@ -521,3 +521,15 @@ def test_one_hot_on_a_numeric_frame_in_a_plain_pipeline():
         assert disagreements(clf, onx, rows) == []
         with pytest.raises(ValueError, match="exported from an array"):
             onnx_inputs(to_onnx(clf, frame[:5].to_numpy()), frame)
+
+
+def test_attach_names_a_model_without_an_opset():
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None, 2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    s = np.linspace(-3, 3, 100).reshape(-1, 1)
+    cal = PlattCalibrator().fit(s, s[:, 0] > 0)
+    with pytest.raises(ValueError, match="opset none"):
+        attach(helper.make_model(graph, opset_imports=[]), cal, output="y", column=0)

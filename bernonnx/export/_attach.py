@@ -236,7 +236,10 @@ def attach(
     base.CopyFrom(model)
     _check_external_data(base)
     if output in {o.name for o in base.graph.output}:
-        _complete_outputs(base, output, keep_outputs)
+        try:
+            _complete_outputs(base, output, keep_outputs)
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
+            _refuse_invalid(model, exc)  # a ValueError when the model fails the checker
     info, dtype, dims = _score_output(base, output)
     width = int(calibrator.n_features_in_)
     if width > 1 and not (entry.multi or entry.multiclass):
@@ -245,7 +248,15 @@ def attach(
 
     opset = _opset(base, "")
     if opset is None or opset < MIN_OPSET:
-        base = version_converter.convert_version(base, MIN_OPSET)
+        try:
+            base = version_converter.convert_version(base, MIN_OPSET)
+        except Exception as exc:  # noqa: BLE001 - onnx's converter names nothing of ours
+            raise ValueError(
+                f"model imports ai.onnx opset {opset or 'none'}, which attach must raise to "
+                f"{MIN_OPSET}, and onnx's version converter failed: "
+                f"{' '.join(str(exc).split())[:200]}; export the model at opset "
+                f"{MIN_OPSET} or later"
+            ) from exc
         opset = MIN_OPSET
     cal = _calibrator_graph(calibrator, dtype, opset, _opset(base, "ai.onnx.ml"))
     for entry_ in cal.opset_import:
