@@ -46,6 +46,31 @@ def _scalars(container) -> dict:
     return container._bernonnx_scalars
 
 
+def text_token(value) -> str:
+    """What a string graph input holds for ``value``: a string as it is, a missing value
+    as a token no string from ``read_csv`` holds (``"\\x00nan"`` for NaN,
+    ``"\\x00None"``, ``"\\x00<NA>"``), so that the string ``"nan"`` and NaN stay two
+    categories, as they are for scikit-learn."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "\x00None"
+    if isinstance(value, float | np.floating) and np.isnan(value):
+        return "\x00nan"
+    return f"\x00{value}"
+
+
+def text_tokens(values) -> np.ndarray:
+    """:func:`text_token` of every value of a 1-D array or Series (object array)."""
+    import pandas as pd
+
+    out = np.asarray(values, dtype=object).copy()
+    missing = np.flatnonzero(pd.isna(out))
+    for i in missing:
+        out[i] = text_token(out[i])
+    return out
+
+
 #: Minimum ai.onnx opset the emitted nodes need (Clip with tensor bounds,
 #: ReduceSum with axes as an input); the converters refuse a lower target.
 MIN_OPSET = 13

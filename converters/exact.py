@@ -10,7 +10,8 @@ probabilities across many ulps (up to 0.1 of probability, measured). Inside
 the estimators they name; skl2onnx's global registry is not changed.
 
 The converters live by kind: ``exact_preprocessing`` (scalers, the imputer, the
-ColumnTransformer's parser), ``exact_models`` (linear, naive Bayes, MLP, SVC)
+ColumnTransformer's and Pipeline's parsers), ``exact_onehot`` (OneHotEncoder, by value
+comparisons), ``exact_models`` (linear, naive Bayes, MLP, SVC)
 and ``exact_trees`` (tree ensembles); this module says which final classifiers
 they cover and dispatches to them.
 
@@ -69,10 +70,16 @@ from bernonnx.converters.exact_models import (
     softmax,
     svc_decision,
 )
-from bernonnx.converters.exact_preprocessing import EXACT_PARSERS, EXACT_TRANSFORMERS
+from bernonnx.converters.exact_preprocessing import EXACT_PARSERS, EXACT_SHAPES, EXACT_TRANSFORMERS
 from bernonnx.converters.exact_trees import tree_ensemble
 
-__all__ = ["EXACT_PARSERS", "EXACT_TRANSFORMERS", "exact_scores", "exact_supported"]
+__all__ = [
+    "EXACT_PARSERS",
+    "EXACT_SHAPES",
+    "EXACT_TRANSFORMERS",
+    "exact_scores",
+    "exact_supported",
+]
 
 LINEAR = (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Perceptron)
 FORESTS = (RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier)

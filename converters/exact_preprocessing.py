@@ -8,6 +8,7 @@ ColumnTransformer's concatenation is typed float64 when any part is)::
     MinMaxScaler                    x -> Mul(scale) -> Add(min) [-> Clip]
     MaxAbsScaler                    x -> Div(scale)
     SimpleImputer (NaN, numeric)    Where(IsNaN(x), statistics, x)
+    OneHotEncoder                   ``exact_onehot``: Equal(x, categories) -> MatMul(map)
 
 Each op runs in the precision numpy uses for it on float32 data: either in
 float32 with float32 constants (``X -= xp.astype(mean_, X.dtype)``) or in
@@ -24,9 +25,17 @@ import numpy as np
 from skl2onnx.common.data_types import DoubleTensorType
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
-from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import (
+    MaxAbsScaler,
+    MinMaxScaler,
+    OneHotEncoder,
+    RobustScaler,
+    StandardScaler,
+)
 
 from bernonnx.converters._graph import DOUBLE, FLOAT, GraphWriter
+from bernonnx.converters.exact_onehot import convert_exact_one_hot, one_hot_shape
 
 
 def _scaler_chain(model) -> tuple[list[tuple[str, np.ndarray]], tuple | None]:
@@ -157,7 +166,11 @@ EXACT_TRANSFORMERS = {
     MinMaxScaler: convert_exact_scaler,
     MaxAbsScaler: convert_exact_scaler,
     SimpleImputer: convert_exact_imputer,
+    OneHotEncoder: convert_exact_one_hot,
 }
+
+#: skl2onnx ``custom_shape_calculators`` for one ``to_onnx`` call.
+EXACT_SHAPES = {OneHotEncoder: one_hot_shape}
 
 
 def parse_column_transformer(scope, model, inputs, custom_parsers=None):
@@ -175,5 +188,22 @@ def parse_column_transformer(scope, model, inputs, custom_parsers=None):
     return outputs
 
 
+def parse_pipeline(scope, model, inputs, custom_parsers=None):
+    """skl2onnx's Pipeline parser on the steps that compute: a ``"passthrough"`` or
+    None step is the identity, which skl2onnx's parser cannot read (it asks each step
+    for its scikit-learn tags)."""
+    from skl2onnx._parse import _parse_sklearn_pipeline
+
+    steps = [(n, s) for n, s in model.steps if s is not None and not isinstance(s, str)]
+    if not steps:
+        return inputs
+    if len(steps) != len(model.steps):
+        view = Pipeline.__new__(Pipeline)  # the same fitted steps, none copied
+        view.__dict__.update(model.__dict__)
+        view.steps = steps
+        model = view
+    return _parse_sklearn_pipeline(scope, model, inputs, custom_parsers)
+
+
 #: skl2onnx ``custom_parsers`` for one ``to_onnx`` call.
-EXACT_PARSERS = {ColumnTransformer: parse_column_transformer}
+EXACT_PARSERS = {ColumnTransformer: parse_column_transformer, Pipeline: parse_pipeline}

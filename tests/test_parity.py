@@ -63,6 +63,7 @@ from bernonnx import (
 from bernonnx._base import MAX_DEGREE
 from bernonnx.converters import register_converters
 from bernonnx.converters.exact_trees import round_down_float32
+from bernonnx.deploy import run_onnx as run_named
 from bernonnx.export import check_parity, onnx_inputs, to_onnx
 
 # -------------------------------------------------------- Bernstein graph alone
@@ -135,12 +136,16 @@ def test_nan_and_inf_have_documented_results():
     cal, s = fitted_calibrator(10, "log", "logistic")
     onx = to_onnx(cal, s[:1, None], dtype=np.float64)
     x = np.array([[np.nan], [np.inf], [-np.inf], [0.0]])
-    label, proba = run_onnx(onx, x)
-    # Python refuses NaN/inf scores with a ValueError naming them ...
+    # Python refuses NaN/inf scores with a ValueError naming them, and so does the feed
+    # onnx_inputs builds (what the model refuses is recorded at export) ...
     with pytest.raises(ValueError, match="scores contains"):
         cal.predict_proba(x)
-    # ... the graph cannot raise: NaN rows give NaN probabilities and classes_[0],
-    # +-inf give the limits of the calibration map
+    with pytest.raises(ValueError, match="refuses in Python"):
+        run_onnx(onx, x)
+    # ... the graph itself cannot raise: fed them anyway, NaN rows give NaN
+    # probabilities and classes_[0], +-inf give the limits of the calibration map
+    outputs = run_named(onx, {onx.graph.input[0].name: x})
+    label, proba = outputs["label"], outputs["probabilities"]
     assert np.all(np.isnan(proba[0])) and label[0] == cal.classes_[0]
     big = np.finfo(np.float64).max
     np.testing.assert_allclose(proba[1:3], cal.predict_proba(np.array([big, -big])), atol=1e-12)
@@ -552,11 +557,16 @@ def test_nan_gives_nan_probabilities_and_the_first_class():
     cal = MultivariateBernsteinCalibrator(degree=3, loss="log").fit(s, y)
     onx = to_onnx(cal, s[:3], dtype=np.float64)
     X = np.array([[np.nan, 0.0], [0.0, np.nan], [0.0, 0.0]])
-    label, proba = run_onnx(onx, X)
-    assert np.isnan(proba[:2]).all() and np.isfinite(proba[2]).all()
-    assert label[:2].tolist() == [cal.classes_[0]] * 2
+    # Python refuses NaN, and so does the feed onnx_inputs builds; the graph itself,
+    # fed NaN anyway, gives NaN probabilities and the first class
     with pytest.raises(ValueError, match="NaN"):
         cal.predict_proba(X)
+    with pytest.raises(ValueError, match="refuses in Python"):
+        run_onnx(onx, X)
+    outputs = run_named(onx, {onx.graph.input[0].name: X})
+    label, proba = outputs["label"], outputs["probabilities"]
+    assert np.isnan(proba[:2]).all() and np.isfinite(proba[2]).all()
+    assert label[:2].tolist() == [cal.classes_[0]] * 2
 
 
 def test_mismatched_input_width_is_named():

@@ -40,6 +40,7 @@ from ._onnx_model import (
     _refuse_invalid,
     _score_output,
     _subgraphs,
+    load_model_file,
 )
 from ._ort_rewrites import make_safe
 from .convert import _describe, to_onnx
@@ -250,7 +251,7 @@ def attach(
     True
     """
     if isinstance(model, str | os.PathLike):
-        model = onnx.load(os.fspath(model))
+        model = load_model_file(model, "model")
     if not isinstance(model, onnx.ModelProto):
         raise ValueError(f"model must be an onnx.ModelProto or a path, got {type(model)!r}")
     shift = calibrator if isinstance(calibrator, PriorShiftAdapter) else None
@@ -258,7 +259,10 @@ def attach(
         if not hasattr(shift, "prior_"):
             raise ValueError("calibrator: the PriorShiftAdapter is not fitted")
         calibrator = shift.estimator_
-    entry = entry_for(calibrator)  # TypeError for anything else
+    try:
+        entry = entry_for(calibrator)
+    except TypeError as exc:
+        raise ValueError(f"calibrator must be a fitted bernonnx calibrator: {exc}") from None
     if not hasattr(calibrator, "classes_"):
         raise ValueError(f"calibrator {type(calibrator).__name__} is not fitted")
     if priors_input and shift is None:
@@ -269,7 +273,10 @@ def attach(
     base.CopyFrom(model)
     _check_external_data(base)
     if output in {o.name for o in base.graph.output}:
-        _complete_outputs(base, output, keep_outputs)
+        try:
+            _complete_outputs(base, output, keep_outputs)
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
+            _refuse_invalid(model, exc)  # a ValueError when the model fails the checker
     info, dtype, dims = _score_output(base, output)
     width = int(calibrator.n_features_in_)
     if width > 1 and not (entry.multi or entry.multiclass):
@@ -278,7 +285,15 @@ def attach(
 
     opset = _opset(base, "")
     if opset is None or opset < MIN_OPSET:
-        base = version_converter.convert_version(base, MIN_OPSET)
+        try:
+            base = version_converter.convert_version(base, MIN_OPSET)
+        except Exception as exc:  # noqa: BLE001 - onnx's converter names nothing of ours
+            raise ValueError(
+                f"model imports ai.onnx opset {opset or 'none'}, which attach must raise to "
+                f"{MIN_OPSET}, and onnx's version converter failed: "
+                f"{' '.join(str(exc).split())[:200]}; export the model at opset "
+                f"{MIN_OPSET} or later"
+            ) from exc
         opset = MIN_OPSET
     ml_opset = _opset(base, "ai.onnx.ml")
     cal = _calibrator_graph(

@@ -17,6 +17,17 @@ Three input layouts, chosen by :func:`input_layout` from the model and ``X_sampl
 Numeric columns (int, float, bool and pandas' nullable ``Int64``, ``Float64`` and
 ``boolean``, missing values as NaN) are fed as floats; string and categorical columns
 as strings.
+
+Which frame columns feed which input follows what scikit-learn reads. A
+ColumnTransformer that selects its columns by (string) name reads them by name, in any
+order and among other columns, and so does the graph. Everything else reads positions:
+a plain Pipeline or bare model (it turns the frame into an array, refusing other names
+only when it recorded string names at fit time), a ColumnTransformer that selects by
+position, columns whose names are not strings (scikit-learn records no names for
+them), and a model fitted on an array but exported with a frame. For those the graph
+records the exported columns (metadata ``input_column_order``) and :func:`onnx_inputs`
+refuses a frame whose columns are not exactly those, in that order: reordering by name
+would compute something Python, reading positions, does not.
 """
 
 from __future__ import annotations
@@ -25,16 +36,23 @@ import json
 
 import numpy as np
 import onnx
+import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
+from bernonnx.converters._graph import text_tokens
 from bernonnx.shift import PriorShiftAdapter
+
+from ._errors import text_problem
+from ._refusals import check_refused, read_refused
 
 __all__ = ["input_layout", "onnx_inputs", "request_inputs"]
 
 #: metadata key holding the DataFrame column order of a ``"frame"`` layout graph
 INPUT_COLUMNS = "input_columns"
+#: metadata key holding the columns a graph reads by position (absent: by name)
+INPUT_ORDER = "input_column_order"
 
 _NUMPY_OF_ONNX = {
     onnx.TensorProto.FLOAT: np.float32,
@@ -70,6 +88,14 @@ def is_numeric_column(series) -> bool:
     return _kind(dtype) in "biuf"
 
 
+def _holds_numbers(series) -> bool:
+    """An object column whose values (missing ones aside) are all numbers or bools."""
+    from pandas.api.types import infer_dtype
+
+    kinds = ("boolean", "integer", "floating", "mixed-integer-float", "empty")
+    return _kind(series.dtype) == "O" and infer_dtype(series, skipna=True) in kinds
+
+
 def _numeric_columns(X) -> list:
     """The names of a DataFrame's numeric columns (:func:`is_numeric_column`)."""
     return [c for c in X.columns if is_numeric_column(X[c])]
@@ -83,7 +109,7 @@ def column_values(series, dtype) -> np.ndarray:
             series = series.astype(series.dtype.categories.dtype)
         with np.errstate(over="ignore"):  # beyond float32: inf, which the guard reports
             return series.to_numpy(dtype=dtype, na_value=np.nan)
-    return series.astype(str).to_numpy(dtype=object)
+    return text_tokens(series.astype(object))
 
 
 def _as_dtype(X, dtype):
@@ -147,12 +173,59 @@ def input_layout(model, X) -> str:
     return "frame"
 
 
+def positional_columns(model, X, layout: str) -> list | None:
+    """The columns of ``X`` (as strings) when ``model`` reads them by position, None
+    when it reads them by name (see the module docstring)."""
+    if layout == "array":
+        return None
+    names = [str(c) for c in X.columns]
+    if layout == "frame" or not all(isinstance(c, str) for c in X.columns):
+        return names
+    for consumer in _first_consumers(model):
+        # fitted on string names, a ColumnTransformer selects by name, even where its
+        # columns were given as positions
+        if getattr(consumer, "feature_names_in_", None) is None:
+            return names
+    return None
+
+
+def _metadata(onnx_model: onnx.ModelProto, key: str):
+    for prop in onnx_model.metadata_props:
+        if prop.key == key:
+            try:
+                value = json.loads(prop.value)
+            except ValueError:
+                value = None
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise ValueError(
+                    f"the graph's metadata {key!r} must be a JSON list of column names, "
+                    f"got {prop.value[:80]!r}"
+                )
+            return value
+    return None
+
+
 def frame_columns(onnx_model: onnx.ModelProto) -> list | None:
     """The DataFrame column order of a ``"frame"`` layout graph, or None."""
-    for prop in onnx_model.metadata_props:
-        if prop.key == INPUT_COLUMNS:
-            return json.loads(prop.value)
-    return None
+    return _metadata(onnx_model, INPUT_COLUMNS)
+
+
+def _check_order(onnx_model: onnx.ModelProto, X) -> list | None:
+    """Refuse a frame whose columns differ from those a positional graph was exported
+    with (names or order): Python would read them by position. Returns those columns
+    (None for a graph that reads them by name)."""
+    expected = _metadata(onnx_model, INPUT_ORDER)
+    if expected is None:
+        expected = frame_columns(onnx_model)  # a "frame" graph: always by position
+    got = [str(c) for c in X.columns]
+    if expected is not None and got != expected:
+        raise ValueError(
+            f"X has the columns {got} but the model reads its columns by position and was "
+            f"exported with {expected}: scikit-learn would compute on whatever stands at "
+            "each position (or refuse other names), so the graph does not reorder by name; "
+            f"pass exactly those columns in that order (X[{expected}])"
+        )
+    return expected
 
 
 def request_inputs(graph: onnx.GraphProto) -> list:
@@ -193,7 +266,11 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
         type than the graph's makes onnxruntime refuse the feed.
 
     Raises a ``ValueError`` naming the missing columns, or the expected width, when
-    ``X`` does not match the graph's inputs.
+    ``X`` does not match the graph's inputs; and when the model reads a frame's
+    columns by position (a plain Pipeline or bare model, column names that are not
+    strings, a model fitted on an array), a frame whose columns are not exactly the
+    exported ones in the exported order: Python would compute on the columns as they
+    stand, the graph cannot tell.
 
     Examples
     --------
@@ -208,6 +285,7 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
     """
     inputs = request_inputs(onnx_model.graph)
     names = [i.name for i in inputs]
+    refused = read_refused(onnx_model)
 
     def as_float(declared):
         if dtype is not None and np.dtype(declared).kind == "f":
@@ -215,17 +293,29 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
         return declared
 
     if _is_frame(X):
+        positional = _check_order(onnx_model, X)
         by_name = {str(c): c for c in X.columns}  # graph names are strings (0 -> "0")
         columns = frame_columns(onnx_model)
+        if positional is not None and columns is None and len(names) == len(X.columns):
+            # one input per column, in the frame's order (skl2onnx renames "0" to "_0")
+            by_name = dict(zip(names, X.columns, strict=True))
         if columns is not None and len(inputs) == 1:
             missing = [c for c in columns if c not in by_name]
             if missing:
                 raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes")
             declared, _ = _declared(inputs[0])
             values = [column_values(X[by_name[c]], as_float(declared)) for c in columns]
+            for c, v in zip(columns, values, strict=True):
+                check_refused(refused, c, v)
             matrix = np.column_stack(values) if values else np.empty((len(X), 0))
             return {names[0]: matrix.astype(as_float(declared), copy=False)}
         missing = [name for name in names if name not in by_name]
+        if missing and len(names) == 1 and _declared(inputs[0])[1] != 1:
+            raise ValueError(
+                f"X is a DataFrame but the graph was exported from an array (one input "
+                f"{names[0]!r}, no column names): feed an array, X.to_numpy(), its columns "
+                "in the order the model was fitted on"
+            )
         if missing:
             raise ValueError(f"X lacks the columns {missing} that the ONNX graph takes as inputs")
         feed = {}
@@ -233,9 +323,27 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
             declared, _ = _declared(value_info)
             column = X[by_name[value_info.name]]
             if declared is object:
-                values = column.astype(str).to_numpy(dtype=object)
+                problem = text_problem(column)
+                if problem is None and is_numeric_column(column):
+                    problem = f"numbers ({column.dtype})"
+                if problem is not None:
+                    raise ValueError(
+                        f"column {value_info.name!r} has {problem} but the graph takes "
+                        "strings there; convert it: X[col].astype(str)"
+                    )
+                values = text_tokens(column.astype(object))
             else:
+                if not is_numeric_column(column) and _holds_numbers(column):
+                    if any(v is pd.NA for v in column):
+                        raise ValueError(
+                            f"column {value_info.name!r} holds pd.NA among numbers in an "
+                            "object column, which scikit-learn reads as neither NaN nor a "
+                            "number; give it a nullable dtype (astype('Float64'), "
+                            "astype('boolean')) or NaN"
+                        )
+                    column = column.astype("Float64")  # bools and numbers held as objects
                 values = column_values(column, as_float(declared))
+                check_refused(refused, value_info.name, values)
                 if not is_numeric_column(column):
                     raise ValueError(
                         f"column {value_info.name!r} holds strings but the graph takes "
@@ -252,6 +360,8 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
         raise ValueError(
             f"X has shape {X.shape} but the ONNX input {names[0]!r} takes {width} columns"
         )
+    for j in range(X.shape[1] if X.ndim == 2 and refused else 0):
+        check_refused(refused, str(j), X[:, j])
     return {names[0]: X}
 
 

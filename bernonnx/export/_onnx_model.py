@@ -168,6 +168,22 @@ def _adapter(score_dims, column, width: int, output: str, calibrator) -> tuple[s
     return "identity", []
 
 
+def load_model_file(path, argument: str) -> onnx.ModelProto:
+    """The ONNX model in the file ``path``; a ``ValueError`` naming ``argument`` when
+    there is no such file or it holds no ONNX model."""
+    import os
+
+    if not os.path.isfile(os.fspath(path)):
+        raise ValueError(f"{argument}: no such file {os.fspath(path)!r}")
+    try:
+        return onnx.load(os.fspath(path))
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise ValueError(
+            f"{argument}: {os.fspath(path)!r} is not an ONNX model file "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]})"
+        ) from None
+
+
 def _refuse_invalid(model: onnx.ModelProto, exc: Exception):
     """The merged graph failed the ONNX checker: a ``ValueError`` when the model itself
     fails it (bad input), else the checker's error (a bug of attach)."""

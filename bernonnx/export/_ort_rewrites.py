@@ -228,11 +228,20 @@ def _opsets(model: onnx.ModelProto) -> dict[str, int]:
 def find_hazards(model: onnx.ModelProto) -> list[Hazard]:
     """Every node of ``model`` (subgraphs included) that onnxruntime's ``NoopElimination``
     or ``DivMulFusion`` would change although it is not a no-op."""
+    _check_model(model)
     return [
         hazard
         for graph, consts in _walk(model.graph, None, _opsets(model))
         for hazard, _ in _hazards_of(graph, consts)
     ]
+
+
+def _check_model(model) -> None:
+    if not isinstance(model, onnx.ModelProto):
+        raise ValueError(
+            "model must be an onnx.ModelProto (make_safe rewrites it in place: onnx.load "
+            f"a file first, onnx.save it after), got {type(model).__name__}"
+        )
 
 
 class _Names:
@@ -338,9 +347,10 @@ def make_safe(model: onnx.ModelProto) -> list[Hazard]:
     Raises
     ------
     ValueError
-        A constant of no element, which has no such rewrite (names the node and the
-        constant).
+        ``model`` that is no ``onnx.ModelProto``, or a constant of no element, which
+        has no such rewrite (names the node and the constant).
     """
+    _check_model(model)
     opsets = _opsets(model)
     names = _Names(model)
     done = []

@@ -26,17 +26,29 @@ from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 from bernonnx.shift import PriorShiftAdapter
 
+from ._errors import (
+    check_arguments,
+    check_routed_columns,
+    check_text_columns,
+    foreign_error,
+    in_fitted_order,
+)
 from ._inputs import (
     INPUT_COLUMNS,
+    INPUT_ORDER,
     _as_dtype,
     _final_estimator,
+    _first_consumers,
     _is_float32_data,
     _numeric,
+    _numeric_columns,
     input_layout,
     is_numeric_column,
+    positional_columns,
     rounded_columns,
 )
 from ._ort_rewrites import make_safe
+from ._refusals import REFUSED, refused_values
 from .parity import check_parity
 
 __all__ = ["DEFAULT_OPSET", "InexactExportWarning", "float32_input_loss", "to_onnx"]
@@ -327,7 +339,7 @@ def to_onnx(
     """
     from bernonnx.converters import register_converters
     from bernonnx.converters.base_scores import SAMPLE
-    from bernonnx.converters.exact import EXACT_PARSERS, EXACT_TRANSFORMERS
+    from bernonnx.converters.exact import EXACT_PARSERS, EXACT_SHAPES, EXACT_TRANSFORMERS
     from bernonnx.converters.shift import PRIORS_INPUT
     from bernonnx.converters.supported import float32_fit_problems, refusal, unsupported_steps
 
@@ -340,7 +352,12 @@ def to_onnx(
             f"priors_input=True needs a PriorShiftAdapter, got {type(model).__name__}: "
             "only an adapted model has target priors to take as an input"
         )
+    check_arguments(X_sample, name=name, basis=basis, target_opset=target_opset)
     layout = input_layout(model, X_sample)
+    check_text_columns(model, X_sample)
+    if layout == "columns":
+        check_routed_columns(_first_consumers(model), X_sample)
+        X_sample = in_fitted_order(_first_consumers(model), X_sample)
     width = getattr(model, "n_features_in_", None)
     if width is not None and layout == "array":
         shape = np.shape(X_sample)
@@ -415,9 +432,15 @@ def to_onnx(
             target_opset=DEFAULT_OPSET if target_opset is None else target_opset,
             options=options,
             custom_conversion_functions=EXACT_TRANSFORMERS,
+            custom_shape_calculators=EXACT_SHAPES,
             custom_parsers=EXACT_PARSERS,
             name=name,
         )
+    except Exception as exc:  # noqa: BLE001 - skl2onnx's own errors name nothing
+        ours = foreign_error(exc)
+        if ours is None:
+            raise
+        raise ours from exc
     finally:
         SAMPLE.reset(token)
     if priors_input:  # the optional input after the data's
@@ -436,6 +459,14 @@ def to_onnx(
     if layout == "frame":
         columns = [str(c) for c in X_sample.columns]
         onx.metadata_props.add(key=INPUT_COLUMNS, value=json.dumps(columns))
+    refused = refused_values(
+        model, X_sample, _numeric_columns(X_sample) if layout != "array" else []
+    )
+    if refused:
+        onx.metadata_props.add(key=REFUSED, value=json.dumps(refused))
+    positional = positional_columns(model, X_sample, layout)
+    if positional is not None:
+        onx.metadata_props.add(key=INPUT_ORDER, value=json.dumps(positional))
     # onnxruntime would drop x - 1e-106 and x * (1 + 1e-9) from a float64 graph
     make_safe(onx)
     _check_graph(model, onx, X_sample, problems)
