@@ -203,7 +203,7 @@ def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
     return basis @ np.linalg.pinv(reduced) @ basis.T
 
 
-def shrink_priors(prior, train_prior, variance, strength: float = 1.0) -> np.ndarray:
+def shrink_priors(prior, train_prior, variance, strength: float = 2.0) -> np.ndarray:
     """The priors ``prior`` shrunk toward ``train_prior`` by their sampling noise.
 
     Each log ratio ``d_k = log(prior_k / train_prior_k)``, of variance ``v_k``

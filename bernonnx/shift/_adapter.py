@@ -119,16 +119,17 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     min_prior : float, default=1e-6
         Floor on each estimated prior (then renormalised), so that a class absent from
         the target rows keeps a ratio later steps can move.
-    shrinkage : float, default=1.0
+    shrinkage : float, default=2.0
         Strength ``c`` of the shrinkage of the EM estimate toward ``train_prior_`` by
         its own sampling noise: each log ratio ``d_k = log(pi'_k / pi_k)`` of
         asymptotic variance ``v_k`` (observed Fisher information of the target rows'
         likelihood, delta method) is multiplied by ``max(0, 1 - c v_k / d_k**2)``, the
         positive-part empirical-Bayes (James-Stein) factor, then the priors are
-        renormalised. With 1, a move smaller than one standard error is dropped (no
-        adaptation where no shift is detectable, so no loss to noise) and a move of
-        many standard errors is kept almost whole. 0 keeps the raw EM estimate
-        (``prior_em_`` holds it either way).
+        renormalised. With 2, a class's move is kept only where ``d_k**2 / v_k`` (its
+        likelihood-ratio statistic) exceeds 2, where Akaike's criterion prefers the
+        shifted prior to the training one; a move of many standard errors is kept
+        almost whole. 1 is the plain empirical-Bayes factor; 0 keeps the raw EM
+        estimate (``prior_em_`` holds it either way).
     n_bootstrap : int, default=200
         Bootstrap resamples of the target rows behind ``prior_interval_``; 0 for none
         (each resample is an EM run, from ``prior_`` on, to ``max(tol, 1e-6)``: the
@@ -233,7 +234,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         tol=1e-8,
         max_iter=1000,
         min_prior=1e-6,
-        shrinkage=1.0,
+        shrinkage=2.0,
         n_bootstrap=200,
         confidence=0.95,
         random_state=None,
