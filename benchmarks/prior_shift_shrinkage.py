@@ -6,9 +6,10 @@ The strength ``c`` of the shrinkage of the EM estimate toward the training prior
 LogisticRegression (binary) and a generated five-class case (``make_classification``,
 overlapping classes, LogisticRegression), and ``benchmarks/prior_shift.py`` reports
 every other case (the other binary tables, HistGradientBoosting, the diabetes
-``GenHlth`` five-class cases) as held out. Same grid, draws and measures as ``prior_shift.py``: recovery of the
-oracle's log-loss gain, and at zero shift the adapted log loss minus the unadapted in
-bootstrap standard errors (target: never above 2).
+``GenHlth`` five-class cases) as held out. Same grid, draws and measures as
+``prior_shift.py``: recovery of the oracle's log-loss gain, and at zero shift the
+adapted log loss minus the unadapted in bootstrap standard errors (target: never
+above 2).
 
 Run from the repository root::
 
