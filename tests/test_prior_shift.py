@@ -42,7 +42,7 @@ from bernonnx import (
     check_parity,
     to_onnx,
 )
-from bernonnx._core.priors import em_priors
+from bernonnx._core.priors import em_priors, prior_covariance, shrink_priors
 from bernonnx._registry import CALIBRATORS
 from bernonnx.deploy import run_onnx, write_triton_repository
 from bernonnx.deploy import triton as deploy
@@ -189,13 +189,15 @@ def test_estimate_on_shifted_credit_rows(fitted):
         rows = shifted(y, rate, 1200)
         adapter = PriorShiftAdapter(clf, n_bootstrap=100, random_state=0).fit(X.iloc[rows])
         low, high = adapter.prior_interval_[1]
-        assert low <= adapter.prior_[1] <= high
+        assert low <= adapter.prior_em_[1] <= high
         assert abs(adapter.prior_[1] - rate) < 0.06
         assert high - low < 0.2
-        # the adapted probabilities average to the estimate (EM's fixed point)
-        np.testing.assert_allclose(
-            adapter.predict_proba(X.iloc[rows]).mean(0), adapter.prior_, atol=1e-6
-        )
+        # the probabilities adapted to the raw EM estimate average to it (the fixed
+        # point); the shrunk prior lies between the training prior and it
+        raw = adapt_proba(clf.predict_proba(X.iloc[rows]), adapter.train_prior_, adapter.prior_em_)
+        np.testing.assert_allclose(raw.mean(0), adapter.prior_em_, atol=1e-6)
+        lo, hi = sorted((adapter.train_prior_[1], adapter.prior_em_[1]))
+        assert lo - 1e-12 <= adapter.prior_[1] <= hi + 1e-12
 
 
 @needs_data
@@ -416,7 +418,7 @@ def test_every_calibrator_adapted_exactly(entry, variant, ensemble):
         for priors_input in (False, True):
             _assert_exact(adapter, X, to_onnx(adapter, X[:3], priors_input=priors_input))
         estimated = PriorShiftAdapter(clf, n_bootstrap=20, random_state=0).fit(X)
-        assert np.all(estimated.prior_interval_[:, 0] <= estimated.prior_ + 1e-12)
+        assert np.all(estimated.prior_interval_[:, 0] <= estimated.prior_em_ + 1e-12)
 
 
 def test_priors_input_needs_an_adapter(iris_model):
@@ -490,3 +492,72 @@ def test_float32_interface_keeps_the_priors_input_double():
     types = {i.name: i.type.tensor_type.elem_type for i in onx.graph.input}
     assert types == {"X": 1, "priors": 11}  # FLOAT, DOUBLE
     assert _assert_exact(adapter, Xi, onx)["dtype"] == "float32"
+
+
+# ------------------------------------------------- shrinkage of a noisy EM estimate
+
+
+def _row_log_loss(y_enc, proba):
+    return -np.log(np.clip(proba[np.arange(len(y_enc)), y_enc], 1e-15, None))
+
+
+@needs_data
+def test_zero_shift_adapted_is_no_worse_than_unadapted_beyond_noise(fitted):
+    clf, X, y = fitted
+    rate = clf.calibration_prior_[1]
+    boot = np.random.default_rng(0)
+    for seed in range(8):
+        rows = shifted(y, rate, 1200, seed=seed)
+        adapter = PriorShiftAdapter(clf, n_bootstrap=0).fit(X.iloc[rows])
+        yy = np.searchsorted(clf.classes_, y[rows])
+        diff = _row_log_loss(yy, adapter.predict_proba(X.iloc[rows])) - _row_log_loss(
+            yy, clf.predict_proba(X.iloc[rows])
+        )
+        se = diff[boot.integers(0, len(diff), (200, len(diff)))].mean(1).std(ddof=1)
+        assert diff.mean() <= 2 * se + 1e-12
+        # the move kept is never larger than EM's, and on the same side
+        move, raw = adapter.prior_ - adapter.train_prior_, adapter.prior_em_ - adapter.train_prior_
+        assert np.all(np.abs(move) <= np.abs(raw) + 1e-12) and np.all(move * raw >= -1e-15)
+
+
+@needs_data
+def test_clear_shift_is_still_adapted(fitted):
+    clf, X, y = fitted
+    for rate in (0.05, 0.5):
+        rows = shifted(y, rate, 1200)
+        adapter = PriorShiftAdapter(clf, n_bootstrap=0).fit(X.iloc[rows])
+        raw = adapter.prior_em_[1] - adapter.train_prior_[1]
+        kept = (adapter.prior_[1] - adapter.train_prior_[1]) / raw
+        assert kept > 0.9  # a shift of many standard errors is kept almost whole
+        yy = np.searchsorted(clf.classes_, y[rows])
+        adapted = _row_log_loss(yy, adapter.predict_proba(X.iloc[rows])).mean()
+        assert adapted < _row_log_loss(yy, clf.predict_proba(X.iloc[rows])).mean()
+    none = PriorShiftAdapter(clf, n_bootstrap=0, shrinkage=0).fit(X.iloc[rows])
+    np.testing.assert_array_equal(none.prior_, none.prior_em_)
+
+
+@needs_data
+def test_asymptotic_variance_matches_the_bootstrap(fitted):
+    clf, X, y = fitted
+    rows = shifted(y, 0.4, 1500)
+    adapter = PriorShiftAdapter(clf, n_bootstrap=200, random_state=0).fit(X.iloc[rows])
+    proba = clf.predict_proba(X.iloc[rows])
+    se = np.sqrt(np.diag(prior_covariance(proba, adapter.train_prior_, adapter.prior_em_)))
+    np.testing.assert_allclose(se, adapter.prior_se_, rtol=0.25)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    probabilities,
+    probabilities,
+    st.lists(st.floats(1e-8, 1e-1), min_size=3, max_size=3),
+    st.floats(0, 4),
+)
+def test_shrinkage_keeps_priors_and_moves_toward_training(prior, train, variance, strength):
+    out = shrink_priors(prior, train, np.array(variance), strength)
+    assert np.all(out > 0) and abs(out.sum() - 1) < 1e-12
+    # a move within its noise is dropped whole; no noise, nothing is shrunk
+    np.testing.assert_allclose(shrink_priors(prior, train, np.full(3, 1e6), 1.0), train)
+    np.testing.assert_allclose(shrink_priors(prior, train, np.array(variance), 0.0), prior)
+    # no noise: nothing shrunk
+    np.testing.assert_allclose(shrink_priors(prior, train, np.zeros(3), strength), prior)

@@ -26,6 +26,8 @@ __all__ = [
     "check_priors",
     "class_prior",
     "em_priors",
+    "prior_covariance",
+    "shrink_priors",
 ]
 
 #: How far from 1 a user's priors may sum (float rounding of typed-in decimals).
@@ -179,3 +181,46 @@ def em_priors(
         if change < tol:
             break
     return (prior[0] if single else prior), n_iter, change
+
+
+def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
+    """Asymptotic covariance of the maximum-likelihood priors ``prior`` (K, K).
+
+    The inverse of the observed Fisher information of the mixture log likelihood
+    ``sum_i w_i log sum_k p(k | x_i) prior_k / train_prior_k``, taken on the simplex
+    (directions summing to 0), as in the asymptotics of the EM estimate (Saerens,
+    Latinne & Decaestecker 2002; Alexandari, Kundaje & Shrikumar 2020).
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    scaled = proba / np.asarray(train_prior, dtype=np.float64)  # (N, K)
+    mix = scaled @ np.asarray(prior, dtype=np.float64)
+    grad = np.divide(scaled, mix[:, None], out=np.zeros_like(scaled), where=mix[:, None] > 0)
+    w = np.ones(len(proba)) if weights is None else np.asarray(weights, dtype=np.float64)
+    info = (grad * w[:, None]).T @ grad  # (K, K)
+    k = proba.shape[1]
+    basis = np.eye(k)[:, :-1] - np.eye(k)[:, -1:]  # (K, K-1): directions summing to 0
+    reduced = basis.T @ info @ basis
+    return basis @ np.linalg.pinv(reduced) @ basis.T
+
+
+def shrink_priors(prior, train_prior, variance, strength: float = 2.0) -> np.ndarray:
+    """The priors ``prior`` shrunk toward ``train_prior`` by their sampling noise.
+
+    Each log ratio ``d_k = log(prior_k / train_prior_k)``, of variance ``v_k``
+    (delta method: ``var(prior_k) / prior_k**2``), becomes ``lambda_k d_k`` with the
+    positive-part empirical-Bayes factor ``lambda_k = max(0, 1 - strength v_k / d_k**2)``
+    (James & Stein 1961; Efron & Morris 1973: the normal-normal posterior mean with
+    the prior variance estimated by ``max(0, d_k**2 - v_k)``), then renormalised. A
+    move within its noise is dropped, a move many standard errors away is kept;
+    ``strength=0`` returns ``prior``.
+    """
+    prior = np.asarray(prior, dtype=np.float64)
+    train_prior = np.asarray(train_prior, dtype=np.float64)
+    if strength == 0:
+        return prior
+    d = np.log(prior / train_prior)
+    v = np.asarray(variance, dtype=np.float64) / prior**2
+    d2 = d * d
+    lam = np.where(d2 > 0, np.maximum(0.0, 1.0 - strength * v / np.where(d2 > 0, d2, 1.0)), 0.0)
+    out = train_prior * np.exp(lam * d)
+    return out / out.sum()

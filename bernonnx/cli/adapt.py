@@ -144,6 +144,12 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         f"prior of {data.positive!r} (class 1): {adapter.prior_[1]:.4f}{interval}, {source}; "
         f"calibration rows: {train[1]:.4f}"
         + (f"; EM steps: {adapter.n_iter_}" if args.priors is None else "")
+        + (
+            f"; raw EM estimate {adapter.prior_em_[1]:.4f} (the interval's; shrunk by its "
+            "noise toward the calibration rows')"
+            if args.priors is None
+            else ""
+        )
     )
     if not args.onnx:
         return EXIT_OK
