@@ -12,6 +12,9 @@ calibrator alone on its scores), then, in float64, Bayes' rule for the new prior
     q = Mul(p, w)
     s = ReduceSum(q, axis 1)
     Where(s > 0, Div(q, s), 1 / K)   uniform where s is 0, as Python
+    with the priors input: Where(ReduceMin(target) > 0 and |ReduceSum(target) - 1| <= 1e-6,
+                                 that, NaN)   Python refuses such priors; a graph cannot
+                                              raise, so the row's probabilities are NaN
     ArgMax -> Gather(classes) -> label;  Cast -> probabilities
 
 This is ``bernonnx._core.priors.adapt_proba``, operation for operation.
@@ -23,6 +26,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 from sklearn.frozen import FrozenEstimator
 
+from bernonnx._core.priors import PRIOR_SUM_TOLERANCE
 from bernonnx._registry import entry_for
 from bernonnx.calibration import CalibratedClassifier
 from bernonnx.converters._classifier import (
@@ -111,14 +115,24 @@ def adapt(g: GraphWriter, probabilities: str, model, *, priors_input: bool) -> s
     """Bayes' rule for ``model.prior_`` (or the ``priors`` input) on float64
     ``probabilities`` calibrated for ``model.train_prior_``."""
     train = g.const("train_prior", np.asarray(model.train_prior_, dtype=np.float64)[None, :])
-    ratio = g.node("Div", [_target_prior(g, model, priors_input), train])
+    target = _target_prior(g, model, priors_input)
+    ratio = g.node("Div", [target, train])
     weighted = g.node("Mul", [probabilities, ratio])
     total = g.reduce("ReduceSum", weighted)
     # a zero sum (no valid priors give one) divides to NaN here, and Where drops it
     shares = g.node("Div", [weighted, total])
     positive = g.node("Greater", [total, g.const("zero", 0.0)])
     uniform = g.const("uniform", 1.0 / max(len(model.classes_), 2))
-    return g.node("Where", [positive, shares, uniform])
+    adapted = g.node("Where", [positive, shares, uniform])
+    if not priors_input:
+        return adapted  # prior_ was checked when it was set
+    # the priors Python refuses (a zero, a negative or NaN share, a sum off 1) give NaN
+    # rows: NaN fails both comparisons, so it lands on the NaN branch too
+    above = g.node("Greater", [g.reduce("ReduceMin", target), g.const("zero", 0.0)])
+    off = g.node("Abs", [g.node("Sub", [g.reduce("ReduceSum", target), g.const("one", 1.0)])])
+    summed = g.node("LessOrEqual", [off, g.const("tolerance", PRIOR_SUM_TOLERANCE)])
+    valid = g.node("And", [above, summed])
+    return g.node("Where", [valid, adapted, g.const("nan", np.nan)])
 
 
 def convert_prior_shift_stage(scope, operator, container):

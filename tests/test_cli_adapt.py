@@ -104,3 +104,12 @@ def test_adapt_with_given_priors_and_bad_input(files, capsys):
     pd.DataFrame({"s2": np.linspace(-2, 2, 200)}).to_csv(wrong, index=False)
     assert main([*base, "--target", str(wrong)]) == 2
     assert "--target" in capsys.readouterr().err
+
+
+def test_adapt_without_resamples_prints_no_interval(files, capsys):
+    # --n-bootstrap 0 has no interval: none is printed (it printed "0.0000 to 0.0000")
+    folder, cal, target, *_ = files
+    args = ["-q", "adapt", str(cal), "--label", "default", "--score", "score"]
+    assert main([*args, "--target", str(target), "--n-bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "interval" not in out.split("raw EM")[0] and "prior of" in out

@@ -494,6 +494,26 @@ def test_float32_interface_keeps_the_priors_input_double():
     assert _assert_exact(adapter, Xi, onx)["dtype"] == "float32"
 
 
+def test_priors_input_python_refuses_give_nan_rows():
+    # Python refuses priors with a zero, a negative or NaN share, or a sum off 1; the graph
+    # cannot raise, so such a request's rows are NaN, and valid requests are untouched
+    X, y = load_iris(return_X_y=True)
+    clf = CalibratedClassifier(LogisticRegression(max_iter=1000), cv=3).fit(X, y)
+    adapter = PriorShiftAdapter(clf, priors=[0.2, 0.3, 0.5]).fit()
+    onx = to_onnx(adapter, X[:5], priors_input=True)
+    rows = X[:4]
+    priors = np.array([[0.2, 0.3, 0.5], [-1.0, 1.5, 0.5], [np.nan, 0.5, 0.5], [0.0, 0.5, 0.5]])
+    out = run_onnx(onx, {"X": rows.astype(np.float64), "priors": priors})["probabilities"]
+    assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1:]))
+    np.testing.assert_allclose(out[0], adapter.predict_proba(rows[:1])[0], rtol=0, atol=1e-12)
+    for bad in ([[0.2, 0.3, 0.6]], [[0.0, 0.0, 0.0]]):
+        out = run_onnx(onx, {"X": rows, "priors": np.array(bad)})["probabilities"]
+        assert np.all(np.isnan(out)), bad
+        for priors in (bad[0], bad[0][::-1]):
+            with pytest.raises(ValueError, match="priors"):
+                PriorShiftAdapter(clf, priors=priors).fit()
+
+
 # ------------------------------------------------- shrinkage of a noisy EM estimate
 
 

@@ -137,16 +137,20 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         raise InputError(str(exc).replace("X ", "--target ", 1)) from None
     for warning in caught:
         progress.note(f"warning: {warning.message}", always=True)
-    low, high = adapter.prior_interval_[1] if adapter.prior_interval_ is not None else (0, 0)
     source = "given" if args.priors else f"estimated from {len(S):,} target rows"
-    interval = f" (95% interval {low:.4f} to {high:.4f})" if args.priors is None else ""
+    interval = ""
+    # no interval without resamples (--n-bootstrap 0): print none rather than (0, 0)
+    if args.priors is None and adapter.prior_interval_ is not None:
+        low, high = adapter.prior_interval_[1]
+        interval = f" (95% interval {low:.4f} to {high:.4f})"
     print(
         f"prior of {data.positive!r} (class 1): {adapter.prior_[1]:.4f}{interval}, {source}; "
         f"calibration rows: {train[1]:.4f}"
         + (f"; EM steps: {adapter.n_iter_}" if args.priors is None else "")
         + (
-            f"; raw EM estimate {adapter.prior_em_[1]:.4f} (the interval's; shrunk by its "
-            "noise toward the calibration rows')"
+            f"; raw EM estimate {adapter.prior_em_[1]:.4f} ("
+            + ("the interval's; " if interval else "")
+            + "shrunk by its noise toward the calibration rows')"
             if args.priors is None
             else ""
         )
