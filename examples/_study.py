@@ -166,7 +166,7 @@ def evaluate(y, p, *, probability: bool = True, rms_bins: int | None = None) -> 
     if probability:
         # uniform bins binned as calibration_curve does: the blog post's ECE exactly
         row["ece"] = metrics.expected_calibration_error(y, p, n_bins=10)
-        # the smooth ECE (Błasiok and Nakkiran) and its basic bootstrap interval; a
+        # the smooth ECE (Błasiok and Nakkiran) and its bootstrap interval; a
         # modest, seeded bootstrap keeps the study's runtime and its table reproducible
         curve = metrics.smooth_calibration_curve(
             y, p, n_points=2, confidence=0.9, n_resamples=50, random_state=0

@@ -27,6 +27,8 @@ import numpy as np
 import onnx
 import skl2onnx
 from onnx import TensorProto, compose, helper, version_converter
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from bernonnx._registry import entry_for
 from bernonnx._version import __version__
@@ -263,6 +265,10 @@ def attach(
         entry = entry_for(calibrator)
     except TypeError as exc:
         raise ValueError(f"calibrator must be a fitted bernonnx calibrator: {exc}") from None
+    try:
+        check_is_fitted(calibrator)
+    except NotFittedError as exc:
+        raise ValueError(f"calibrator is not fitted: {exc}") from None
     if not hasattr(calibrator, "classes_"):
         raise ValueError(f"calibrator {type(calibrator).__name__} is not fitted")
     if priors_input and shift is None:

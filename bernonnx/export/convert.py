@@ -18,8 +18,10 @@ import skl2onnx
 import sklearn
 from skl2onnx import convert_sklearn
 from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, StringTensorType
+from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
 
 from bernonnx._version import __version__
 from bernonnx.calibration import CalibratedClassifier
@@ -214,6 +216,18 @@ def _check_frame_columns(model, X_sample) -> None:
         )
 
 
+def _check_fitted(model) -> None:
+    """A bernonnx estimator (alone or a Pipeline's last step) must be fitted: unfitted,
+    skl2onnx would fail deep inside its converter, which reads as "not supported"."""
+    final = _final_estimator(model)
+    if type(final).__module__.split(".")[0] != "bernonnx":
+        return
+    try:
+        check_is_fitted(final)
+    except NotFittedError as exc:
+        raise ValueError(f"model is not fitted: {exc}") from None
+
+
 def to_onnx(
     model,
     X_sample,
@@ -353,6 +367,7 @@ def to_onnx(
             "only an adapted model has target priors to take as an input"
         )
     check_arguments(X_sample, name=name, basis=basis, target_opset=target_opset)
+    _check_fitted(model)
     layout = input_layout(model, X_sample)
     check_text_columns(model, X_sample)
     if layout == "columns":
