@@ -192,13 +192,17 @@ def test_compare_cross_validation_defaults_and_plot(run, scores_csv, tmp_path):
     report = json.loads(out_file.read_text())
     assert report["evaluation"] == {"mode": "cv", "folds": 3, "n_eval": N_ROWS}
     methods = [row["method"] for row in report["results"]]
-    # s2 is a probability: every one-score method runs, the reference and Platt on log-odds too
+    # s2 is a probability: every one-score method runs, the reference and Platt on log-odds
+    # too, and the CalArena leaders' binary maps
     assert methods == [
         "uncalibrated",
         "bernstein",
         "bernstein-squared",
         "platt",
         "platt-logodds",
+        "beta",
+        "quadratic-scaling",
+        "venn-abers",
         "isotonic",
         "histogram",
         "platt-histogram",

@@ -36,7 +36,6 @@ import json
 
 import numpy as np
 import onnx
-import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
@@ -334,6 +333,9 @@ def onnx_inputs(onnx_model: onnx.ModelProto, X, dtype=None) -> dict:
                 values = text_tokens(column.astype(object))
             else:
                 if not is_numeric_column(column) and _holds_numbers(column):
+                    # a frame's column: pandas is there (the demo, on arrays, needs no pandas)
+                    import pandas as pd
+
                     if any(v is pd.NA for v in column):
                         raise ValueError(
                             f"column {value_info.name!r} holds pd.NA among numbers in an "
