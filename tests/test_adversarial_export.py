@@ -547,3 +547,11 @@ def test_unfitted_bernonnx_models_are_named_not_called_unsupported():
     graph = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], []))
     with pytest.raises(ValueError, match="calibrator is not fitted"):
         attach(graph, BetaCalibrator(), output="p")
+
+
+def test_priors_input_must_be_a_bool():
+    X = np.linspace(-2.0, 2.0, 40)
+    y = (X > 0).astype(int)
+    model = PlattCalibrator().fit(X, y)
+    with pytest.raises(ValueError, match="priors_input must be True or False"):
+        to_onnx(model, X[:5, None], priors_input="yes")

@@ -297,6 +297,8 @@ def to_onnx(
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
     if not isinstance(allow_inexact, bool | np.bool_):
         raise ValueError(f"allow_inexact must be True or False, got {allow_inexact!r}")
+    if not isinstance(priors_input, bool | np.bool_):
+        raise ValueError(f"priors_input must be True or False, got {priors_input!r}")
     if priors_input and not isinstance(_final_estimator(model), PriorShiftAdapter):
         raise ValueError(
             f"priors_input=True needs a PriorShiftAdapter, got {type(model).__name__}: "
