@@ -295,9 +295,11 @@ def test_interval_contains_the_printed_estimate(calibrated):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", sorted(_MISCALIBRATED))
-def test_smooth_ece_interval_covers_its_population_value_on_3000_rows(model):
-    truth_of = _MISCALIBRATED[model]
+def test_smooth_ece_interval_covers_its_population_value_on_3000_rows():
+    # labels drawn from p^1.15: the model where the basic interval alone covered 78%
+    # (the underconfident one, 85-95% either way, is left to the containment test: the
+    # suite's time budget)
+    truth_of = _MISCALIBRATED["power"]
     rng = np.random.default_rng(23)
     p = rng.uniform(0.02, 0.98, size=2_000_000)
     truth = smooth_calibration_error(rng.uniform(size=p.size) < truth_of(p), p)
@@ -308,7 +310,7 @@ def test_smooth_ece_interval_covers_its_population_value_on_3000_rows(model):
         curve = smooth_calibration_curve(y, p, n_resamples=60, random_state=seed, n_points=2)
         lo, hi = curve["smooth_ece_ci"]
         covered += lo <= truth <= hi
-    assert covered >= 0.8 * repeats, (model, truth, covered)
+    assert covered >= 0.8 * repeats, (truth, covered)
 
 
 # --------------------------------------------------------------------------- log loss split
