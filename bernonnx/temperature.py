@@ -277,7 +277,10 @@ def class_logits(est, arr: np.ndarray) -> np.ndarray:
         z = _logits(est, arr)
         return np.column_stack([np.zeros_like(z), z]) if z.ndim == 1 else z
     z = arr.astype(np.float64)
-    # log sigmoid in the ops the graph has (onnxruntime has no float64 Softplus)
+    # log sigmoid(l), whose softmax is p / sum(p): the model's probabilities. In the
+    # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p).
+    # Floored at log(eps) as input="proba" is: naive Bayes gives log-odds of -1e10,
+    # and one such row sends the fitted temperature to infinity
     logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
     return np.maximum(logsig, np.log(est.eps))
 

@@ -27,8 +27,12 @@ from ._validation import (
     _fit_context,
 )
 from .bernstein import BernsteinCalibrator
-from .temperature import _fit_inverse_temperature, check_class_scores, check_predict_scores
-from .temperature import _logits as temperature_logits
+from .temperature import (
+    _fit_inverse_temperature,
+    check_class_scores,
+    check_predict_scores,
+    class_logits,
+)
 
 __all__ = ["TemperatureBernsteinCalibrator"]
 
@@ -38,21 +42,6 @@ CHOICES = ("identity", "temperature", "bernstein")
 #: errors of the mean held-out loss difference: with few rows per class its fold fits
 #: are noisy and the degrees it holds were chosen on all rows (an optimistic estimate)
 _N_SE = 2.0
-
-
-def _logits(est, arr: np.ndarray) -> np.ndarray:
-    """The float64 (n, K) logits of the score columns (``[0, z]`` for one column):
-    ``TemperatureCalibrator``'s for ``input="logits"`` and ``"proba"``."""
-    if est.input != "log_odds" or arr.shape[1] == 1:
-        z = temperature_logits(est, arr)
-        return np.column_stack([np.zeros_like(z), z]) if z.ndim == 1 else z
-    z = arr.astype(np.float64)
-    # log sigmoid(l), whose softmax is p / sum(p): the model's probabilities. In the
-    # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p).
-    # Floored at log(eps) as input="proba" is: naive Bayes gives log-odds of -1e10,
-    # and one such row sends the fitted temperature to infinity
-    logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
-    return np.maximum(logsig, np.log(est.eps))
 
 
 def _class_log_odds(t: np.ndarray) -> np.ndarray:
@@ -227,7 +216,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         """
         arr, target, w = check_class_scores(self, X, y, sample_weight)
         keep = w > 0
-        z, target, w = _logits(self, arr[keep]), target[keep], w[keep]
+        z, target, w = class_logits(self, arr[keep]), target[keep], w[keep]
         bernstein = BernsteinCalibrator(degree=self.degree)
         beta = _fit_inverse_temperature(z, target, w)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}
@@ -272,7 +261,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""
         arr = check_predict_scores(self, X)
-        t = self.inverse_temperature_ * _logits(self, arr)
+        t = self.inverse_temperature_ * class_logits(self, arr)
         if self.calibrators_ is None:
             proba = softmax(t, axis=1)
         else:
