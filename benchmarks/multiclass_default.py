@@ -121,7 +121,10 @@ def base_model(name: str):
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
 
 
-def run_case(target, model_name, seed, rows, data_dir) -> dict:
+def split_case(target, model_name, seed, rows, data_dir):
+    """One case's rows split half / quarter / quarter (train, calibration, test, stratified
+    by seed) and its base model fitted on the first half and frozen: ``(frozen, X_cal,
+    y_cal, X_test, y_test)``, the same for every study that reads these cases."""
     X, y = load(target, seed, rows, data_dir)
     if model_name == "LR8":  # a weak model: 8 of the 64 pixels
         X = X[:, 28:36]
@@ -134,6 +137,11 @@ def run_case(target, model_name, seed, rows, data_dir) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         frozen = FrozenEstimator(base_model(model_name).fit(X_train, y_train))
+    return frozen, X_cal, y_cal, X_test, y_test
+
+
+def run_case(target, model_name, seed, rows, data_dir) -> dict:
+    frozen, X_cal, y_cal, X_test, y_test = split_case(target, model_name, seed, rows, data_dir)
     methods = {
         # on the logits; a model without them (naive Bayes): on its log-probabilities
         "temperature": CalibratedClassifier(

@@ -42,8 +42,6 @@ import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 from scipy.special import softmax  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.frozen import FrozenEstimator  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
 
 from bernonnx import (  # noqa: E402
     CalibratedClassifier,
@@ -58,7 +56,7 @@ from bernonnx.metrics import top_label_calibration_error  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import git_revision, machine, md_table, now  # noqa: E402
 from _realdata import DEFAULT_DATA_DIR  # noqa: E402
-from multiclass_default import HELD_OUT, QUICK, TUNING, base_model, load  # noqa: E402
+from multiclass_default import HELD_OUT, QUICK, TUNING, split_case  # noqa: E402
 
 OURS = {
     "sms": StructuredMatrixScalingCalibrator,
@@ -144,18 +142,9 @@ def _paired(y, base, other, labels, rng_seed=0) -> tuple[float, float, float, fl
 
 
 def quality_case(target, model_name, seed, rows, data_dir) -> dict:
-    X, y = load(target, seed, rows, data_dir)
-    if model_name == "LR8":
-        X = X[:, 28:36]
-    X_train, X_rest, y_train, y_rest = train_test_split(
-        X, y, test_size=0.5, stratify=y, random_state=seed
-    )
-    X_cal, X_test, y_cal, y_test = train_test_split(
-        X_rest, y_rest, test_size=0.5, stratify=y_rest, random_state=seed
-    )
+    frozen, X_cal, y_cal, X_test, y_test = split_case(target, model_name, seed, rows, data_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        frozen = FrozenEstimator(base_model(model_name).fit(X_train, y_train))
         default = CalibratedClassifier(frozen).fit(X_cal, y_cal)
         kind = default.calibrated_classifiers_[0].calibrators[0].input
         proba = {"uncalibrated": frozen.predict_proba(X_test), "default": None}

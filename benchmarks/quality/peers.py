@@ -61,8 +61,6 @@ from quality_floor import SPLITS, row_loss  # noqa: E402
 from quality_study import DEFAULT_DATA_DIR, ISSUE_MODELS, cached_case  # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.frozen import FrozenEstimator  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
 
 from bernonnx import CalibratedClassifier, TemperatureCalibrator  # noqa: E402
 
@@ -169,18 +167,9 @@ def _nested_binary(case):
 
 def mc_base(target, model_name, seed, args):
     """As ``multiclass_default.run_case``: the split, the base model, ours and sklearn's."""
-    X, y = mcd.load(target, seed, args.rows, args.data)
-    if model_name == "LR8":
-        X = X[:, 28:36]
-    X_train, X_rest, y_train, y_rest = train_test_split(
-        X, y, test_size=0.5, stratify=y, random_state=seed
+    frozen, X_cal, y_cal, X_test, y_test = mcd.split_case(
+        target, model_name, seed, args.rows, args.data
     )
-    X_cal, X_test, y_cal, y_test = train_test_split(
-        X_rest, y_rest, test_size=0.5, stratify=y_rest, random_state=seed
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        frozen = FrozenEstimator(mcd.base_model(model_name).fit(X_train, y_train))
     kind = "logits" if hasattr(frozen, "decision_function") else "proba"
     methods = {
         "default": CalibratedClassifier(frozen),
