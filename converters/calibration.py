@@ -40,9 +40,9 @@ from bernonnx.converters.base_scores import parse_scores
 STAGE = "BernonnxCalibrationStage"
 
 
-def parse_calibrated_classifier(scope, model, inputs, custom_parsers=None):
-    """Parse every fold's base model, then one calibration-stage operator."""
-    scores = [
+def parse_fold_scores(scope, model, inputs, custom_parsers=None) -> list:
+    """Each fold's base-model scores of a fitted ``CalibratedClassifier``, parsed."""
+    return [
         parse_scores(
             scope,
             pair.estimator,
@@ -53,6 +53,11 @@ def parse_calibrated_classifier(scope, model, inputs, custom_parsers=None):
         )
         for pair in model.calibrated_classifiers_
     ]
+
+
+def parse_calibrated_classifier(scope, model, inputs, custom_parsers=None):
+    """Parse every fold's base model, then one calibration-stage operator."""
+    scores = parse_fold_scores(scope, model, inputs, custom_parsers)
     operator = scope.declare_local_operator(STAGE, model)
     operator.inputs.extend(scores)
     outputs = declare_outputs(scope, operator, model, inputs, len(model.classes_))

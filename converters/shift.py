@@ -37,8 +37,7 @@ from bernonnx.converters._classifier import (
     write_outputs,
 )
 from bernonnx.converters._graph import DOUBLE, GraphWriter, check_opset
-from bernonnx.converters.base_scores import parse_scores
-from bernonnx.converters.calibration import mean_probabilities
+from bernonnx.converters.calibration import mean_probabilities, parse_fold_scores
 
 STAGE = "BernonnxPriorShiftStage"
 #: The name of the per-request priors input (``to_onnx(..., priors_input=True)``).
@@ -68,17 +67,7 @@ def parse_prior_shift(scope, model, inputs, custom_parsers=None):
     """The wrapped model's scores (each fold's base model), then one adaptation stage."""
     inner = inner_model(model)
     if isinstance(inner, CalibratedClassifier):
-        scores = [
-            parse_scores(
-                scope,
-                pair.estimator,
-                pair.response_method,
-                inputs,
-                custom_parsers,
-                log_odds_from=getattr(pair, "log_odds_from", None),
-            )
-            for pair in inner.calibrated_classifiers_
-        ]
+        scores = parse_fold_scores(scope, inner, inputs, custom_parsers)
     else:
         scores = list(inputs)
     operator = scope.declare_local_operator(STAGE, model)
