@@ -296,9 +296,15 @@ CALIBRATORS: tuple[Entry, ...] = (
         (
             Variant(
                 "temperature-bernstein",
-                "TemperatureBernsteinCalibrator(): the multiclass default; the identity, "
-                "temperature scaling, or temperature then a per-class Bernstein correction, "
-                "by 5-fold log loss",
+                "TemperatureBernsteinCalibrator(): the identity, temperature scaling, or "
+                "temperature then a per-class Bernstein correction, by 5-fold log loss",
+            ),
+            Variant(
+                "sms-bernstein",
+                "TemperatureBernsteinCalibrator(scaling='sms'): the multiclass default; "
+                "SMS, then the identity, a temperature or per-class Bernstein maps, by "
+                "5-fold log loss",
+                _p(scaling="sms"),
             ),
         ),
         multiclass=True,

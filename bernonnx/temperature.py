@@ -346,8 +346,9 @@ class _AffineScaling(ClassifierMixin, BaseEstimator):
         )
         return self
 
-    def _calibrated_logits(self, arr: np.ndarray) -> np.ndarray:
-        """The calibrated logits ``a`` (n, K), whose softmax is ``predict_proba``."""
+    def calibrated_logits(self, arr: np.ndarray) -> np.ndarray:
+        """The calibrated logits ``a`` (n, K) of checked scores, whose softmax is
+        ``predict_proba``."""
         t = class_logits(self, arr)
         if self._structured:
             t = mixed_log_proba(t, self.inverse_temperature_, self.mixture_)
@@ -360,7 +361,7 @@ class _AffineScaling(ClassifierMixin, BaseEstimator):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``, in the dtype of
         ``X``; see the Notes."""
         arr = check_predict_scores(self, X)
-        return softmax(self._calibrated_logits(arr), axis=1).astype(arr.dtype, copy=False)
+        return softmax(self.calibrated_logits(arr), axis=1).astype(arr.dtype, copy=False)
 
     def predict(self, X):
         """Class with the highest calibrated probability."""

@@ -28,6 +28,7 @@ from ._validation import (
 )
 from .bernstein import BernsteinCalibrator
 from .temperature import (
+    StructuredMatrixScalingCalibrator,
     _fit_inverse_temperature,
     check_class_scores,
     check_predict_scores,
@@ -121,6 +122,13 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         Degree of the per-class Bernstein corrections (``BernsteinCalibrator``'s).
     n_folds : int, default=5
         Folds of the choice; a row's fold is a hash of its position.
+    scaling : {"none", "sms"}, default="none"
+        A first stage under the three candidates. ``"sms"``: structured matrix
+        scaling (:class:`~bernonnx.StructuredMatrixScalingCalibrator`, Berta et al.
+        2025) fitted on all the rows; the candidates then read its calibrated logits,
+        so the identity is SMS itself. ``CalibratedClassifier``'s multiclass default
+        uses ``"sms"``. SMS mixes the classes (it can reorder a row's classes); with
+        ``"none"`` every candidate keeps each class's ranking of the rows.
     eps : float, default=1e-15
         Floor of the probabilities of ``input="proba"`` and ``"log_odds"`` (their
         logits are at least ``log(eps)``), in ``[1e-15, 0.5)``.
@@ -130,8 +138,11 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
     method_ : str
         The candidate used: ``"identity"``, ``"temperature"`` or ``"bernstein"``.
+    scaling_ : StructuredMatrixScalingCalibrator or None
+        The fitted first stage (``scaling="sms"``), else None.
     inverse_temperature_ : float
-        ``beta`` multiplying the logits: 1 for the identity, else the fitted one.
+        ``beta`` multiplying the logits (SMS's calibrated logits with
+        ``scaling="sms"``): 1 for the identity, else the fitted one.
     calibrators_ : list of BernsteinCalibrator, or None
         Per class (column order), for ``method_ == "bernstein"``.
     cv_log_loss_ : dict
@@ -142,7 +153,9 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     -----
     With ``z`` the (n, K) logits (``log(max(p, eps))`` for ``input="proba"``,
     ``max(-(max(-l, 0) + log(1 + exp(-|l|))), log(eps))`` (log sigmoid, floored)
-    for ``input="log_odds"``, ``[0, s]`` for one column)
+    for ``input="log_odds"``, ``[0, s]`` for one column), replaced with
+    ``scaling="sms"`` by SMS's calibrated logits ``a`` (see
+    :class:`~bernonnx.StructuredMatrixScalingCalibrator`'s Notes),
     and ``t = beta * z``, ``predict_proba`` evaluates in float64 what the ONNX
     converter emits::
 
@@ -188,14 +201,18 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         "method": [StrOptions({"auto", *CHOICES})],
         "degree": [Interval(Integral, 1, 100, closed="both"), StrOptions({"auto"}), "array-like"],
         "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "scaling": [StrOptions({"none", "sms"})],
         "eps": [Interval(Real, 1e-15, 0.5, closed="left")],
     }
 
-    def __init__(self, input="logits", method="auto", degree="auto", n_folds=5, eps=1e-15):
+    def __init__(
+        self, input="logits", method="auto", degree="auto", n_folds=5, scaling="none", eps=1e-15
+    ):
         self.input = input
         self.method = method
         self.degree = degree
         self.n_folds = n_folds
+        self.scaling = scaling
         self.eps = eps
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -217,6 +234,10 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         arr, target, w = check_class_scores(self, X, y, sample_weight)
         keep = w > 0
         z, target, w = class_logits(self, arr[keep]), target[keep], w[keep]
+        self.scaling_ = None
+        if self.scaling == "sms":
+            self.scaling_ = StructuredMatrixScalingCalibrator().fit(z, target, sample_weight=w)
+            z = self.scaling_.calibrated_logits(z)
         bernstein = BernsteinCalibrator(degree=self.degree)
         beta = _fit_inverse_temperature(z, target, w)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}
@@ -261,7 +282,10 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""
         arr = check_predict_scores(self, X)
-        t = self.inverse_temperature_ * class_logits(self, arr)
+        z = class_logits(self, arr)
+        if self.scaling_ is not None:
+            z = self.scaling_.calibrated_logits(z)
+        t = self.inverse_temperature_ * z
         if self.calibrators_ is None:
             proba = softmax(t, axis=1)
         else:

@@ -22,7 +22,25 @@ from __future__ import annotations
 import numpy as np
 
 from bernonnx.converters._graph import GraphWriter, clipped_log_odds
-from bernonnx.converters.temperature_bernstein import _logits as class_logits
+
+
+def class_logits(g: GraphWriter, s: str, cal) -> str:
+    """The (N, K) float64 logits ``predict_proba`` computes from the scores."""
+    if int(cal.n_features_in_) == 1:
+        z = clipped_log_odds(g, s, cal.eps) if cal.input == "proba" else s
+        zero = g.node("Mul", [z, g.const("zero", 0.0)])
+        return g.node("Concat", [zero, z], "pair_logits", axis=1)
+    if cal.input == "proba":
+        # numpy's clip(p, eps, 1) then log; Clip's upper bound is needed by no row
+        return g.node("Log", [g.node("Max", [s, g.const("eps", cal.eps)])], "logp")
+    if cal.input == "log_odds":
+        # log sigmoid(s) as Python computes it (onnxruntime has no float64 Softplus)
+        tail = g.node("Relu", [g.node("Neg", [s])])
+        e = g.node("Exp", [g.node("Neg", [g.node("Abs", [s])])])
+        soft = g.node("Add", [tail, g.node("Log", [g.node("Add", [g.const("one", 1.0), e])])])
+        logsig = g.node("Neg", [soft], "logsig")
+        return g.node("Max", [logsig, g.const("log_eps", float(np.log(cal.eps)))])
+    return s
 
 
 def emit_temperature(
@@ -48,14 +66,9 @@ def emit_temperature(
     return g.node("Concat", [g.node("Sub", [g.const("one", 1.0), p], "q"), p], "pair", axis=1)
 
 
-def emit_affine_scaling(
-    g: GraphWriter, scores: str, cal, *, pair: bool = False, basis: str = "exp"
-) -> str:
-    """Calibrated probabilities of the float64 ``scores`` under vector, matrix,
-    structured vector or structured matrix scaling: (N, K) for K columns, P(y = 1)
-    (N, 1) or, with ``pair``, ``[1 - p, p]`` for one column. ``basis`` does not
-    apply."""
-    t = class_logits(g, scores, cal)
+def affine_logits(g: GraphWriter, t: str, cal) -> str:
+    """The calibrated logits ``a`` (N, K) of vector, matrix, SVS or SMS scaling, from
+    the logits ``t`` of the scores (``class_logits``), as ``calibrated_logits``."""
     if hasattr(cal, "mixture_"):
         k = len(cal.classes_)
         beta = g.const("beta", float(cal.inverse_temperature_))
@@ -72,8 +85,17 @@ def emit_affine_scaling(
         scaled = g.node("MatMul", [t, g.const("coef_t", np.ascontiguousarray(coef.T))])
     else:
         scaled = g.node("Mul", [t, g.const("coef", coef[None, :])])
-    a = g.node("Add", [scaled, g.const("intercept", np.asarray(cal.intercept_)[None, :])])
-    p = g.node("Softmax", [a], "p", axis=1)
+    return g.node("Add", [scaled, g.const("intercept", np.asarray(cal.intercept_)[None, :])])
+
+
+def emit_affine_scaling(
+    g: GraphWriter, scores: str, cal, *, pair: bool = False, basis: str = "exp"
+) -> str:
+    """Calibrated probabilities of the float64 ``scores`` under vector, matrix,
+    structured vector or structured matrix scaling: (N, K) for K columns, P(y = 1)
+    (N, 1) or, with ``pair``, ``[1 - p, p]`` for one column. ``basis`` does not
+    apply."""
+    p = g.node("Softmax", [affine_logits(g, class_logits(g, scores, cal), cal)], "p", axis=1)
     if int(cal.n_features_in_) == 1 and not pair:
         return g.column(p, 1)
     return p

@@ -43,6 +43,7 @@ CHECK_PARAMS = {
     "multivariate": {"degree": 2},
     "multivariate-log": {"degree": 2},
     "temperature-bernstein": {"degree": 3},
+    "sms-bernstein": {"degree": 3},
 }
 
 #: parameterisations the variants do not reach
@@ -191,11 +192,24 @@ FUSION_XFAIL = {
 }
 
 
+#: the multiclass default chooses among its candidates by 5-fold log loss, and a row's fold
+#: is a hash of its position: repeated rows move to other folds than weighted ones, which
+#: can change the choice (docs/guarantees.rst). At a fixed candidate weights equal
+#: repetition: tests/test_temperature_bernstein.py::test_sms_stage_under_the_candidates
+DEFAULT_MULTICLASS_XFAIL = {
+    f"check_sample_weight_equivalence_on_{kind}_data": (
+        "the default's 5-fold choice reads folds hashed from row positions, which "
+        "repetition moves; at a fixed candidate weights equal repetition"
+    )
+    for kind in ("dense", "sparse")
+}
+
+
 def expected_failures(estimator):
     if isinstance(estimator, FusionClassifier):
         return FUSION_XFAIL
     if isinstance(estimator, CalibratedClassifier):
-        return {}
+        return DEFAULT_MULTICLASS_XFAIL if estimator.calibrator is None else {}
     entry = entry_for(estimator)
     if entry.multiclass:
         return MULTICLASS_XFAIL

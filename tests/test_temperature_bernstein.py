@@ -18,6 +18,7 @@ from benchmarks._realdata import DEFAULT_DATA_DIR, DataMissing, _read
 from bernonnx import (
     BernsteinCalibrator,
     CalibratedClassifier,
+    StructuredMatrixScalingCalibrator,
     TemperatureBernsteinCalibrator,
     TemperatureCalibrator,
 )
@@ -87,6 +88,7 @@ def test_default_for_more_than_two_classes_only(four_classes):
     multi = CalibratedClassifier(frozen).fit(X_cal, y_cal)
     cal = multi.calibrated_classifiers_[0].calibrators[0]
     assert isinstance(cal, TemperatureBernsteinCalibrator) and cal.input == "logits"
+    assert cal.scaling == "sms" and isinstance(cal.scaling_, StructuredMatrixScalingCalibrator)
     assert cal.method_ in METHODS and set(cal.cv_log_loss_) <= set(METHODS)
     # binary: the one-score default, as before
     binary = CalibratedClassifier(FrozenEstimator(LogisticRegression().fit(X, y > 1)))
@@ -135,6 +137,37 @@ def test_candidates_and_choice():
     auto = TemperatureBernsteinCalibrator(degree=4).fit(skewed, y)
     assert auto.method_ == "bernstein"
     assert auto.cv_log_loss_["bernstein"] < auto.cv_log_loss_["temperature"]
+
+
+def test_sms_stage_under_the_candidates():
+    """``scaling="sms"``: the identity is SMS itself, the temperature and the
+    corrections are fitted on SMS's calibrated logits."""
+    z, y = _logits(n=2000, k=4, scale=3.0, seed=5)
+    z[:, 0] += 1.5  # class 0 over-predicted: what a bias fixes and a temperature does not
+    sms = StructuredMatrixScalingCalibrator().fit(z, y)
+    fits = {
+        m: TemperatureBernsteinCalibrator(scaling="sms", method=m, degree=4).fit(z, y)
+        for m in METHODS
+    }
+    np.testing.assert_array_equal(fits["identity"].predict_proba(z), sms.predict_proba(z))
+    np.testing.assert_array_equal(fits["identity"].scaling_.coef_, sms.coef_)
+    a = sms.calibrated_logits(z)
+    beta = TemperatureCalibrator().fit(a, y).inverse_temperature_
+    assert fits["temperature"].inverse_temperature_ == beta
+    ref = TemperatureBernsteinCalibrator(method="bernstein", degree=4).fit(a, y)
+    np.testing.assert_array_equal(fits["bernstein"].predict_proba(z), ref.predict_proba(a))
+    # SMS removes the bias the plain candidates cannot: lower log loss than temperature
+    plain = TemperatureBernsteinCalibrator(method="temperature").fit(z, y)
+    assert multiclass_log_loss(y, fits["identity"].predict_proba(z)) < multiclass_log_loss(
+        y, plain.predict_proba(z)
+    )
+    assert plain.scaling_ is None
+    # a weight counts as that many repeated rows, through both stages
+    w = np.where(np.arange(len(y)) % 4 == 0, 3, 1)
+    kw = dict(scaling="sms", method="bernstein", degree=4)
+    wa = TemperatureBernsteinCalibrator(**kw).fit(z, y, sample_weight=w)
+    wb = TemperatureBernsteinCalibrator(**kw).fit(np.repeat(z, w, axis=0), np.repeat(y, w))
+    np.testing.assert_allclose(wa.predict_proba(z), wb.predict_proba(z), atol=1e-7)
 
 
 def test_invariants():
@@ -187,9 +220,8 @@ def test_onnx_parity_in_calibrated_classifier(four_classes, model, method):
     frozen = FrozenEstimator(model.fit(X, y))
     kind = CalibratedClassifier(frozen).fit(X_cal, y_cal).calibrated_classifiers_[0]
     kind = kind.calibrators[0].input
-    clf = CalibratedClassifier(
-        frozen, TemperatureBernsteinCalibrator(input=kind, method=method, degree=6)
-    ).fit(X_cal, y_cal)
+    cal = TemperatureBernsteinCalibrator(input=kind, method=method, degree=6, scaling="sms")
+    clf = CalibratedClassifier(frozen, cal).fit(X_cal, y_cal)
     rows = np.r_[X_test, 5.0 * X_test[:100]]  # outside the calibration range too
     onx = to_onnx(clf, X[:5], dtype=np.float64)
     out = run_onnx(onx, {onx.graph.input[0].name: rows})
@@ -197,13 +229,15 @@ def test_onnx_parity_in_calibrated_classifier(four_classes, model, method):
     np.testing.assert_array_equal(out["label"], clf.predict(rows))
 
 
+@pytest.mark.parametrize("scaling", ["none", "sms"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k", [1, 3])
-def test_onnx_parity_alone(k, dtype):
+def test_onnx_parity_alone(k, dtype, scaling):
     z, y = _logits(k=max(k, 2), scale=1.5)
     if k == 1:
         z = z[:, 1] - z[:, 0]
-    cal = TemperatureBernsteinCalibrator(method="bernstein", degree=5).fit(z[:1500], y[:1500])
+    cal = TemperatureBernsteinCalibrator(method="bernstein", degree=5, scaling=scaling)
+    cal.fit(z[:1500], y[:1500])
     X = np.reshape(z[1500:], (1500, -1)).astype(dtype)
     onx = to_onnx(cal, X[:5], dtype=dtype)
     out = run_onnx(onx, {onx.graph.input[0].name: X})

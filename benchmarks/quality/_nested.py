@@ -21,11 +21,8 @@ on ``t`` (``"default"``), each scored by the same 5-fold cross-validation (refit
 each fold). It is kept only when its mean held-out loss is below the parametric map's by
 more than ``k`` standard errors of the row-wise differences.
 
-Multiclass, ``NestedMulticlass``: probmetrics' structured matrix scaling (SMS; Berta,
-Holzmüller, Jordan and Bach 2025) fitted on the model's ``predict_proba``, then
-``TemperatureBernsteinCalibrator(input="logits")`` on the log of SMS's probabilities: the
-identity (SMS itself), a temperature, or the per-class Bernstein maps, the last only when
-it lowers the 5-fold log loss by more than two standard errors.
+The multiclass prototype (probmetrics' SMS, then ``TemperatureBernsteinCalibrator``) is now
+the library's multiclass default, ``TemperatureBernsteinCalibrator(scaling="sms")``.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from bernonnx import BernsteinCalibrator, TemperatureBernsteinCalibrator
+from bernonnx import BernsteinCalibrator
 from bernonnx._core.points import fold_of
 
 FAMILIES = ("affine", "beta", "quadratic")
@@ -180,58 +177,3 @@ class NestedBinary:
             for k in (0, 1, 2):
                 out[f"nest-{name}-{k}se"] = eta_alt if z > k else out["param-cv"]
         return {k: expit(v) for k, v in out.items()}, info
-
-
-def _pm_fit(name, P, y):
-    from probmetrics.calibrators import MatrixScalingCalibrator, get_calibrator
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if name == "matrix":
-            return MatrixScalingCalibrator().fit(P, y)
-        return get_calibrator("sms", sms_print_init_info=False).fit(P, y)
-
-
-def _log(p):
-    return np.log(np.clip(p, 1e-300, None))
-
-
-class NestedMulticlass:
-    """A scaling base on ``predict_proba``, then temperature or per-class Bernstein maps.
-
-    ``base="sms"``: probmetrics' SMS. ``"cv"``/``"cv2se"``: SMS or (unregularised) matrix
-    scaling, by 5-fold CV log loss on the calibration rows (the default's folds): the
-    one of lower mean loss, or matrix scaling only when lower by more than two standard
-    errors of the row-wise differences. On top, ``TemperatureBernsteinCalibrator`` on the
-    base's log-probabilities (its own rule: the identity, a temperature, or the per-class
-    Bernstein maps when they lower the 5-fold loss by more than two standard errors).
-    """
-
-    def __init__(self, base="sms"):
-        self.base = base
-
-    def fit(self, P, y):
-        name = "sms"
-        if self.base != "sms":
-            folds = fold_of(0, P.shape[0], 5)
-            loss = {}
-            for b in ("sms", "matrix"):
-                held = np.empty(P.shape[0])
-                for k in range(5):
-                    tr, te = folds != k, folds == k
-                    q = _pm_fit(b, P[tr], y[tr]).predict_proba(P[te])
-                    held[te] = -_log(q[np.arange(q.shape[0]), y[te]])
-                loss[b] = held
-            d = loss["matrix"] - loss["sms"]
-            z = -d.mean() / (d.std(ddof=1) / np.sqrt(d.shape[0]) + 1e-300)
-            self.z_matrix_ = z
-            name = "matrix" if z > (2.0 if self.base == "cv2se" else 0.0) else "sms"
-        self.base_name_ = name
-        self.base_ = _pm_fit(name, P, y)
-        self.top_ = TemperatureBernsteinCalibrator(input="logits").fit(
-            _log(self.base_.predict_proba(P)), y
-        )
-        return self
-
-    def predict_proba(self, P):
-        return self.top_.predict_proba(_log(self.base_.predict_proba(P)))

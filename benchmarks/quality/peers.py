@@ -10,10 +10,11 @@ held out: the other 16).
 Methods (``_methods.py``): the probmetrics 1.3.0 calibrators CalArena (Berta, Holzmüller,
 Bach and Jordan 2026) ranks first, fed the model's ``predict_proba`` as CalArena feeds
 them; scikit-learn's ``CalibratedClassifierCV`` sigmoid, isotonic and temperature; ours
-(``CalibratedClassifier``'s default, Platt, isotonic and temperature scaling); the
-uncalibrated model; and the prototypes of ``_nested.py``, whose variant is chosen on the
-tuning split only (fewest losses beyond two standard errors against the issue's peers,
-then the best mean rank) and reported unchanged on the held-out splits.
+(``CalibratedClassifier``'s default, Platt, isotonic and temperature scaling; for
+multiclass also the previous default, without its SMS stage); the uncalibrated model; and
+the binary prototypes of ``_nested.py``, whose variant is chosen on the tuning split only
+(fewest losses beyond two standard errors against the issue's peers, then the best mean
+rank) and reported unchanged on the held-out splits.
 
 Statistics (``_headtohead.py``): per case, the paired bootstrap over test rows of
 ``quality_floor.py`` (``--n-boot`` resamples; multiclass top-label smooth ECE on the first
@@ -56,13 +57,17 @@ from _headtohead import (  # noqa: E402
     rank_table,
     ranks,
 )
-from _nested import NestedBinary, NestedMulticlass, probability_log_odds  # noqa: E402
+from _nested import NestedBinary, probability_log_odds  # noqa: E402
 from quality_floor import SPLITS, row_loss  # noqa: E402
 from quality_study import DEFAULT_DATA_DIR, ISSUE_MODELS, cached_case  # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
-from bernonnx import CalibratedClassifier, TemperatureCalibrator  # noqa: E402
+from bernonnx import (  # noqa: E402
+    CalibratedClassifier,
+    TemperatureBernsteinCalibrator,
+    TemperatureCalibrator,
+)
 
 B_VARIANTS = ("param-cv", *(f"nest-{a}-{k}se" for a in ("corr", "default") for k in (0, 1, 2)))
 VARIANTS_TEXT = """Variants (`_nested.NestedBinary`, on the log-odds the default reads, `t`): three
@@ -75,18 +80,7 @@ folds); `nest-corr-ks`: that map, then `BernsteinCalibrator()` on its log-odds w
 5-fold CV loss of the pair (refitted per fold) is below the map's by more than `k` standard
 errors of the row-wise differences, else the map; `nest-default-ks`: the same test for
 today's default (`BernsteinCalibrator()` on `t`) in place of the map."""
-M_VARIANTS = (
-    "SMS + correction", "CV(SMS, matrix) + correction", "CV-2SE(SMS, matrix) + correction",
-)  # fmt: skip
-MC_GROUPS = ("base", "peers", "nested", "nestedcv")
-M_VARIANTS_TEXT = """Variants (`_nested.NestedMulticlass`, on the model's `predict_proba`): a base,
-then `TemperatureBernsteinCalibrator(input="logits")` on the base's log-probabilities (the
-identity, a temperature, or per-class Bernstein maps, the last only when they lower the
-5-fold CV loss by more than two standard errors). `SMS + correction`: probmetrics' SMS as
-the base. `CV(SMS, matrix) + correction`: SMS or matrix scaling, whichever has the lower
-5-fold CV log loss on the calibration rows (the default's folds; both refitted per fold).
-`CV-2SE(...)`: matrix scaling only when its CV loss is lower by more than two standard errors
-of the row-wise differences."""
+MC_GROUPS = ("base", "peers")
 B_TARGET_PEERS = (
     "Beta", "quadratic scaling", "affine scaling", "Venn-Abers (IVAP)", "MLI spline", "SMS",
     "sklearn sigmoid", "sklearn isotonic",
@@ -98,8 +92,8 @@ B_METHODS = (
     "uncalibrated", "sklearn sigmoid", "sklearn isotonic", "sklearn temperature", "default",
     "Platt (ours)", "isotonic (ours)", "temperature (ours)", *mt.BINARY_PEERS,
 )  # fmt: skip
-M_OURS = ("default", "temperature (ours)", "sklearn sigmoid", "sklearn isotonic",
-          "sklearn temperature")  # fmt: skip
+M_OURS = ("default", "previous default", "temperature (ours)", "sklearn sigmoid",
+          "sklearn isotonic", "sklearn temperature")  # fmt: skip
 M_METHODS = ("uncalibrated", *M_OURS, *mt.MULTICLASS_PEERS)
 
 
@@ -180,13 +174,28 @@ def mc_base(target, model_name, seed, args):
         },
     }
     runs = {}
-    for name, cal in methods.items():
+
+    def timed(name, cal):
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             cal.fit(X_cal, y_cal)
         runs[name] = (cal.predict_proba(X_test), time.perf_counter() - start)
-    chosen = methods["default"].calibrated_classifiers_[0].calibrators[0].method_
+
+    for name, cal in methods.items():
+        timed(name, cal)
+    # the default before SMS: the same scores, no first stage
+    told = methods["default"].calibrated_classifiers_[0].calibrators[0]
+    methods["previous default"] = CalibratedClassifier(
+        frozen,
+        TemperatureBernsteinCalibrator(input=told.input),
+        log_odds=methods["default"].log_odds_,
+    )
+    timed("previous default", methods["previous default"])
+    chosen = [
+        methods[m].calibrated_classifiers_[0].calibrators[0].method_
+        for m in ("default", "previous default")
+    ]
     return _pack(runs) | {
         "y_cal": y_cal,
         "y_test": y_test,
@@ -202,45 +211,17 @@ def mc_fit(target, model_name, seed, args):
         args.preds / f"mc_base_{stem}.npz", lambda: mc_base(target, model_name, seed, args)
     )
 
-    def nested():
-        start = time.perf_counter()
-        cal = NestedMulticlass().fit(base["pp_cal"], base["y_cal"])
-        p = cal.predict_proba(base["pp_test"])
-        return _pack({"SMS + correction": (p, time.perf_counter() - start)}) | {
-            "i:top": np.array(cal.top_.method_)
-        }
-
-    def nested_cv():
-        start = time.perf_counter()
-        cal = NestedMulticlass(base="cv").fit(base["pp_cal"], base["y_cal"])
-        p = cal.predict_proba(base["pp_test"])
-        return _pack({M_VARIANTS[1]: (p, time.perf_counter() - start)}) | {
-            "i:top": np.array(cal.top_.method_),
-            "i:base": np.array(cal.base_name_),
-            "i:z": np.float64(cal.z_matrix_),
-        }
-
     peers = cached(args.preds / f"mc_peers_{stem}.npz", lambda: _pack(mt.multiclass_peers(base)))
-    nest = cached(args.preds / f"mc_nested_{stem}.npz", nested)
-    nest_cv = cached(args.preds / f"mc_nestedcv_{stem}.npz", nested_cv)
     probs = {"uncalibrated": base["pp_test"]}
     times = {}
-    for got in (base, peers, nest, nest_cv):
+    for got in (base, peers):
         probs |= {k[2:]: v for k, v in got.items() if k.startswith("p:")}
         times |= {k[2:]: float(v) for k, v in got.items() if k.startswith("t:")}
-    # the two-standard-error rule takes matrix scaling only where the CV gain is that large
-    two_se = nest_cv["i:base"] == "matrix" and float(nest_cv["i:z"]) > 2.0
-    probs[M_VARIANTS[2]] = probs[M_VARIANTS[1 if two_se else 0]]
-    times[M_VARIANTS[2]] = times[M_VARIANTS[1]]
     y = base["y_test"]
     eps = np.finfo(np.float64).eps
     losses = {m: -np.log(np.clip(p[np.arange(y.shape[0]), y], eps, 1.0)) for m, p in probs.items()}
-    info = {
-        "chosen": str(base["i:chosen"]),
-        "top": str(nest["i:top"]),
-        "cv": f"{nest_cv['i:base']} (z {float(nest_cv['i:z']):+.1f}) then {nest_cv['i:top']}",
-    }
-    return losses, probs, y, times, info
+    default, previous = (str(c) for c in base["i:chosen"])
+    return losses, probs, y, times, f"default: SMS then {default}; previous default: {previous}"
 
 
 # --------------------------------------------------------------------------- report
@@ -377,24 +358,15 @@ def binary_section(args):
     return parts
 
 
-def _rename(stats_list, old, new):
-    for s in stats_list:
-        s["methods"] = [new if m == old else m for m in s["methods"]]
-        for key in ("ece_point", "ece_boot"):
-            if old in s[key]:
-                s[key][new] = s[key].pop(old)
-
-
 def multiclass_section(args):
     groups = (
         {"quick": mcd.QUICK} if args.quick else {"tuning": mcd.TUNING, "held out": mcd.HELD_OUT}
     )
     times, per_split, infos, missing = [], {}, [], []
     both = ("log loss", "ece")
-    variants, variant_table = M_VARIANTS, None
+    ours = ["default", "previous default"]
+    ece_methods = [*ours, *M_TARGET_PEERS, "temperature (ours)"]
     for split, cases in groups.items():
-        # the first split (tuning) scores every variant; the others only the one it chose
-        ece_methods = ["default", *variants, *M_TARGET_PEERS, "temperature (ours)"]
         stats_list = []
         for target, model_name, seed in cases:
             stem = f"{target}_{model_name}_{seed}_{args.rows}"
@@ -404,14 +376,13 @@ def multiclass_section(args):
                 continue
             losses, probs, y, t, info = mc_fit(target, model_name, seed, args)
             times.append(t)
-            infos.append(f"{target} {model_name} s{seed}: default {info['chosen']}; "
-                         f"SMS then {info['top']}; CV base {info['cv']}")  # fmt: skip
+            infos.append(f"{target} {model_name} s{seed}: {info}")
             stem = f"{target}_{model_name}_{seed}_{args.rows}_{args.n_boot}_{args.n_boot_ece}"
             stats_list.append(
                 case_stats(
                     f"{target} {model_name} {seed}",
                     [(losses, probs, y)],
-                    [*M_METHODS, *variants],
+                    M_METHODS,
                     args.n_boot,
                     ece_methods,
                     args.n_boot_ece,
@@ -421,65 +392,42 @@ def multiclass_section(args):
             print(f"multiclass {split}: {target} {model_name} {seed} "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         per_split[split] = stats_list
-        if variant_table is None:
-            variant, variant_table = choose_variant(
-                stats_list, M_VARIANTS, M_METHODS, M_TARGET_PEERS, both
-            )
-            variants = (variant,)
-    first = next(iter(per_split))
     parts = [
         "",
         "## Multiclass",
         "",
-        f"The prototype's variant, chosen on the {first} split only (fewest losses beyond "
-        "two standard errors in log loss or top-label smooth ECE against the issue's six "
-        "peers, then fewest wins against one of them, then the best mean rank; "
-        f"`_nested.NestedMulticlass`): **{variant}**. It is reported unchanged on the "
-        "other split.",
-        "",
-        M_VARIANTS_TEXT,
-        "",
-        variant_table,
+        'The default is `TemperatureBernsteinCalibrator(scaling="sms")`: our structured '
+        "matrix scaling, then SMS itself, a temperature on its logits, or per-class "
+        "Bernstein maps (the last only when they lower the 5-fold log loss by more than "
+        "two standard errors). *previous default*: the same without the SMS stage. The "
+        "tuning split chose this design (as a prototype on probmetrics' SMS); the held-out "
+        "cases were not used for it.",
     ]
-    proto = "nested prototype"
-    for stats_list in per_split.values():
-        _rename(stats_list, variant, proto)
-    methods = [*M_METHODS, proto]
-    ece_methods = ["default", proto, *M_TARGET_PEERS, "temperature (ours)"]
-    time_col = {
-        "mean fit time (s)": fit_times(times, M_METHODS)
-        | {proto: fit_times(times, [variant])[variant]}
-    }
+    time_col = {"mean fit time (s)": fit_times(times, M_METHODS)}
     for split, stats_list in [
         *per_split.items(),
         ("all cases pooled", [s for v in per_split.values() for s in v]),
     ]:
         ece = {m: f"{np.mean([s['ece_point'][m] for s in stats_list]):.4f}" for m in ece_methods}
-        peers = [m for m in methods if m not in ("default", proto)]
+        peers = [m for m in M_METHODS if m not in ours]
         parts += [
             "",
             f"### {split} ({len(stats_list)} cases)",
             "",
-            rank_table(stats_list, methods, {"mean top-label smooth ECE": ece} | time_col),
+            rank_table(stats_list, M_METHODS, {"mean top-label smooth ECE": ece} | time_col),
             "",
             "Head to head, log loss:",
             "",
-            h2h_table(stats_list, ["default", proto], peers, rank_of=ranks(stats_list, methods)),
+            h2h_table(stats_list, ours, peers, rank_of=ranks(stats_list, M_METHODS)),
             "",
             "Head to head, top-label smooth ECE (gap: ours - peer):",
             "",
-            h2h_table(
-                stats_list,
-                ["default", proto],
-                [p for p in peers if p in ece_methods],
-                metric="ece",
-            ),  # fmt: skip
+            h2h_table(stats_list, ours, [p for p in peers if p in ece_methods], metric="ece"),
             "",
             "Targets (mean rank first; no loss beyond 2 SE in log loss or top-label smooth "
             "ECE against " + ", ".join(M_TARGET_PEERS) + "):",
             "",
-            *target_lines(stats_list, "default", methods, M_TARGET_PEERS, both, None),
-            *target_lines(stats_list, proto, methods, M_TARGET_PEERS, both, None),
+            *target_lines(stats_list, "default", M_METHODS, M_TARGET_PEERS, both, None),
         ]
     if missing:
         parts += ["", "**Not run in time** (left out of every table above): " + ", ".join(missing)]
