@@ -68,20 +68,31 @@ def _row_loss(proba: np.ndarray, target: np.ndarray) -> np.ndarray:
     return -np.log(picked)
 
 
-def _choose(losses: dict, w: np.ndarray, n_se: float) -> tuple[str, dict]:
-    """The simpler of identity and temperature by mean loss; the correction only if it
-    beats that by more than ``n_se`` standard errors of the mean row-wise difference."""
+def _beats(loss: np.ndarray, other: np.ndarray, w: np.ndarray, n_se: float) -> bool:
+    """``loss`` has a lower weighted mean than ``other`` by more than ``n_se`` standard
+    errors of the mean row-wise difference (weighted, effective sample size)."""
+    total = w.sum()
+    d = loss - other
+    gain = float(w @ d / total)
+    n_eff = total**2 / float(w @ w)
+    se = float(np.sqrt(max(w @ (d - gain) ** 2 / total, 0.0) / n_eff))
+    return gain + n_se * se < 0.0
+
+
+def _choose(losses: dict, w: np.ndarray, n_se: float, after_sms: bool) -> tuple[str, dict]:
+    """The simpler of identity and temperature by mean loss (after SMS, which fitted a
+    temperature itself, the temperature must win by ``n_se`` standard errors too); the
+    correction only if it beats that by more than ``n_se`` standard errors of the mean
+    row-wise difference."""
     total = w.sum()
     mean = {key: float(w @ loss / total) for key, loss in losses.items()}
-    choice = "identity" if mean["identity"] <= mean["temperature"] else "temperature"
-    if "bernstein" in losses:
-        d = losses["bernstein"] - losses[choice]
-        gain = float(w @ d / total)
-        # weighted standard error of the mean difference (effective sample size)
-        n_eff = total**2 / float(w @ w)
-        se = float(np.sqrt(max(w @ (d - gain) ** 2 / total, 0.0) / n_eff))
-        if gain + n_se * se < 0.0:
-            choice = "bernstein"
+    if after_sms:
+        temperature = _beats(losses["temperature"], losses["identity"], w, n_se)
+    else:
+        temperature = mean["temperature"] < mean["identity"]
+    choice = "temperature" if temperature else "identity"
+    if "bernstein" in losses and _beats(losses["bernstein"], losses[choice], w, n_se):
+        choice = "bernstein"
     return choice, mean
 
 
@@ -115,9 +126,10 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         ``classes_[1]`` (its clipped log-odds for ``"proba"``).
     method : {"auto", "identity", "temperature", "bernstein"}, default="auto"
         ``"auto"``: the better of the identity and temperature scaling by
-        ``n_folds``-fold cross-validated log loss, replaced by the correction
-        only where that beats it by more than two standard errors; the others
-        force one.
+        ``n_folds``-fold cross-validated log loss (after SMS, which fits a
+        temperature first, the temperature only where it beats SMS by more than
+        two standard errors), replaced by the correction only where that beats
+        it by more than two standard errors; the others force one.
     degree : int, "auto" or sequence of int, default="auto"
         Degree of the per-class Bernstein corrections (``BernsteinCalibrator``'s).
     n_folds : int, default=5
@@ -247,7 +259,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
                 fitted["bernstein"] = (beta, corrections)
         if self.method == "auto":
             losses = self._cross_validate(z, target, w, bernstein, fitted)
-            choice, self.cv_log_loss_ = _choose(losses, w, _N_SE)
+            choice, self.cv_log_loss_ = _choose(losses, w, _N_SE, self.scaling_ is not None)
         else:
             choice = self.method if self.method in fitted else "temperature"
         self.method_ = choice
