@@ -85,8 +85,9 @@ SHRINKAGE = PriorShiftAdapter.__init__.__kwdefaults__["shrinkage"]
 
 
 def arms(multiclass: bool) -> dict:
-    """Every bernonnx calibrator (first variant of each one-score or multiclass entry;
-    the default first) and ``None`` for no calibration."""
+    """Every bernonnx calibrator (first variant of each one-score or multiclass entry:
+    for ``TemperatureBernsteinCalibrator`` the multiclass default, ``scaling="sms"``; the
+    default first) and ``None`` for no calibration."""
     out = {}
     default = "TemperatureBernsteinCalibrator" if multiclass else "BernsteinCalibrator"
     order = sorted(CALIBRATORS, key=lambda e: e.name != default)

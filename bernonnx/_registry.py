@@ -295,16 +295,16 @@ CALIBRATORS: tuple[Entry, ...] = (
         "bernonnx.converters.temperature_bernstein:emit_temperature_bernstein",
         (
             Variant(
-                "temperature-bernstein",
-                "TemperatureBernsteinCalibrator(): the identity, temperature scaling, or "
-                "temperature then a per-class Bernstein correction, by 5-fold log loss",
-            ),
-            Variant(
                 "sms-bernstein",
                 "TemperatureBernsteinCalibrator(scaling='sms'): the multiclass default; "
                 "SMS, then the identity, a temperature or per-class Bernstein maps, by "
                 "5-fold log loss",
                 _p(scaling="sms"),
+            ),
+            Variant(
+                "temperature-bernstein",
+                "TemperatureBernsteinCalibrator(): the identity, temperature scaling, or "
+                "temperature then a per-class Bernstein correction, by 5-fold log loss",
             ),
         ),
         multiclass=True,
