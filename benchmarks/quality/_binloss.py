@@ -15,6 +15,12 @@ degree rule, and compares them with the peers on the three splits, as ``peers.py
   quality study's five models only the random forest gives a probability score;
 * ``logit-in-tight``: the same, clipped at half the smallest positive calibration
   probability (and symmetrically at 1), so exact 0 and 1 sit next to the rest;
+* ``logit-in-tie``: the same, clipped at the smallest positive and the largest sub-1
+  calibration probability (exact 0 and 1 tied to their nearest neighbours);
+* ``targets``: the default fitted to Platt's targets instead of the 0/1 labels (see
+  ``_Targets``); ``logit-in+targets``, ``logit-in-tie+targets``: on those scores;
+* ``exact-cv``: the default with each fold's fit run to convergence (30 Newton steps
+  from the all-rows fit instead of 2);
 * ``1se``: the default with its degree by the one-standard-error rule over the five
   folds (every degree of the grid scored) instead of the least mean loss;
 * ``warp-k``: the default with the logistic transform's two slopes times ``k`` (``k <
@@ -27,7 +33,9 @@ degree rule, and compares them with the peers on the three splits, as ``peers.py
   the log-odds (references);
 * ``deg-k``: the default at the fixed degree ``k`` (diagnosis only: no rule).
 
-Run (a minute or two per split with both caches)::
+The reading of the results is in ``_binloss.md`` (written by hand above the tables).
+
+Run (a few minutes with both caches, once the fits are stored in ``--preds``)::
 
     python benchmarks/quality/_binloss.py --cache /tmp/quality-study/cache \\
         --peers /tmp/quality-study/preds --preds /tmp/binloss/preds --out binloss.md
@@ -74,6 +82,9 @@ CANDIDATES = (
     "1se",
     "logit-in+1se",
     "exact-cv",
+    "targets",
+    "logit-in+targets",
+    "logit-in-tie+targets",
     "nest-default-1se",
     "nest-default-2se",
     "nest-logit-0se",
@@ -182,9 +193,63 @@ class _ExactFolds(BernsteinCalibrator):
             degree_module.FOLD_STEPS = keep
 
 
+class _Targets:
+    """``BernsteinCalibrator`` fitted to Platt's targets instead of the 0/1 labels.
+
+    Each row enters twice, as a positive of weight ``T`` and a negative of weight
+    ``1 - T``, with ``T = (N_+ + 1) / (N_+ + 2)`` for positives and ``1 / (N_- + 2)``
+    for negatives (Platt 1999): the same loss as fitting the targets. The library's
+    fit bins rows by class, so the degree is chosen here by exact 5-fold CV on the
+    default's folds (a hash of the original row position, both copies of a row in the
+    same fold), validated on the 0/1 labels; least mean loss, as the library's rule.
+    """
+
+    def __init__(self, degrees=AUTO_DEGREES):
+        self.degrees = degrees
+
+    @staticmethod
+    def _doubled(s, y):
+        n_pos, n_neg = y.sum(), (1 - y).sum()
+        target = np.where(y == 1, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+        x = np.concatenate([s, s])
+        yy = np.concatenate([np.ones_like(y), np.zeros_like(y)])
+        return x, yy, np.concatenate([target, 1 - target])
+
+    def fit(self, s, y):
+        y = np.asarray(y, dtype=np.int64)
+        folds = fold_of(0, s.shape[0], 5)
+        losses = []
+        for d in self.degrees:
+            total = 0.0
+            for k in range(5):
+                tr, te = folds != k, folds == k
+                x, yy, w = self._doubled(s[tr], y[tr])
+                cal = BernsteinCalibrator(degree=int(d)).fit(x, yy, sample_weight=w)
+                total += row_loss(y[te], cal.predict_proba(s[te])[:, 1]).sum()
+            losses.append(total)
+        self.degree_ = int(self.degrees[int(np.argmin(losses))])
+        x, yy, w = self._doubled(s, y)
+        self.cal_ = BernsteinCalibrator(degree=self.degree_).fit(x, yy, sample_weight=w)
+        return self
+
+    def predict_proba(self, s):
+        return self.cal_.predict_proba(s)
+
+
 def fit_extra(case, out):
     """Candidates added after the first run: fitted where the cache lacks them."""
     s, y, st = case["lp_cal"], case["y_cal"], case["lp_test"]
+    if "logit-in-tie+targets" not in out:
+        out.pop("logit-in-tie", None)
+    if "targets" not in out:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out["targets"] = _Targets().fit(s, y).predict_proba(st)[:, 1]
+            if np.array_equal(case["lp_cal"], case["pp_cal"]):
+                t, tt = log_odds(s, EPS), log_odds(st, EPS)
+                out["logit-in+targets"] = _Targets().fit(t, y).predict_proba(tt)[:, 1]
+            else:
+                out["logit-in+targets"] = out["targets"]
     if "logit-in-tie" not in out:
         if np.array_equal(case["lp_cal"], case["pp_cal"]):
             lo = float(s[s > 0].min())
@@ -196,8 +261,11 @@ def fit_extra(case, out):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 out["logit-in-tie"] = bern().fit(tie(s), y).predict_proba(tie(st))[:, 1]
+                tied = _Targets().fit(tie(s), y)
+                out["logit-in-tie+targets"] = tied.predict_proba(tie(st))[:, 1]
         else:
             out["logit-in-tie"] = np.zeros(0)
+            out["logit-in-tie+targets"] = np.zeros(0)
     if "exact-cv" not in out:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -256,7 +324,7 @@ def load_fit(data, model, seed, args):
             mine = {k: f[k] for k in f.files}
     else:
         mine = fit_candidates(case)
-    if "logit-in-tie" not in mine or not path.is_file():
+    if "logit-in-tie+targets" not in mine or not path.is_file():
         mine = fit_extra(case, mine)
         args.preds.mkdir(parents=True, exist_ok=True)
         np.savez(path, **mine)
@@ -275,6 +343,7 @@ def load_fit(data, model, seed, args):
     probs["nested prototype"] = probs["nest-default-0se"]
     if mine["logit-in-tie"].size == 0:
         probs["logit-in-tie"] = probs["default"]
+        probs["logit-in-tie+targets"] = probs["targets"]
     for k in (0, 1, 2):  # the logit arm differs from nest-default-ks on probability scores
         own = mine.get(f"nest-logit-{k}se")
         fallback = own is None or own.size == 0
