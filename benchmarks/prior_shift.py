@@ -374,7 +374,7 @@ def report(rows, extras, times, args) -> str:
         "",
     ]
     df["task"] = np.where(df["table"].str.contains("GenHlth"), "multiclass", "binary")
-    df["default"] = np.where(df["task"] == "multiclass", "temperature-bernstein", "bernstein")
+    df["default"] = np.where(df["task"] == "multiclass", "sms-bernstein", "bernstein")
     df["ae_ours"] = [r[f"ae_{d}"] for d, (_, r) in zip(df["default"], df.iterrows(), strict=True)]
     df["ae_raw_ours"] = [
         r[f"ae_raw_{d}"] for d, (_, r) in zip(df["default"], df.iterrows(), strict=True)

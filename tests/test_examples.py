@@ -202,5 +202,5 @@ def test_peers_quick(tmp_path):
     text = report.read_text()
     for peer in ("Beta", "Venn-Abers (IVAP)", "MLI spline", "SMS", "vector scaling"):
         assert f"| {peer} |" in text
-    assert "nested prototype" in text and "SMS + correction" in text
+    assert "nested prototype" in text and "| previous default |" in text
     assert "nan" not in text.replace("nanmean", "")
