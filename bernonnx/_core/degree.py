@@ -355,6 +355,8 @@ def _face_steps(stack, feasible, x, steps):
         except np.linalg.LinAlgError:
             return xk  # the QP step alone, from x
         xk -= step @ b.T
+    # a fold whose step did not come out finite starts its QP step from x
+    xk[~np.isfinite(xk).all(axis=1)] = x
     return xk
 
 
