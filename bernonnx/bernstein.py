@@ -66,8 +66,9 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         candidates yourself. Each candidate is fitted once on all the rows'
         bins; with ``loss="log"`` a fold's fit is two Newton steps from there
         on the fold's training rows (exact for ``loss="squared"``). ``"auto"``
-        scores every other candidate (and the last), then the neighbours of
-        the best so far until the best has both scored (about 9 of the 13;
+        scores every other candidate, smallest first, until two in a row
+        bring no new least loss, then the last, then the neighbours of the
+        best so far until the best has both scored (about 8 of the 13;
         ``cv_log_loss_`` is NaN for the others); a sequence has every
         candidate scored.
     loss : {"log", "squared"}, default="log"

@@ -176,11 +176,15 @@ def test_auto_degree_picks_from_grid_and_records_curve():
     custom = BernsteinCalibrator(degree=[3, 5]).fit(s, y)
     assert custom.degree_ in (3, 5)
     assert list(custom.cv_degrees_) == [3, 5]
-    # "auto" scores every other candidate, the last, and both neighbours of its
-    # choice (NaN for the others); a grid of the same degrees scores every one
+    # "auto" scores every other candidate until two in a row bring no new least loss,
+    # the last, and both neighbours of its choice (NaN for the others); a grid of the
+    # same degrees scores every one
     scored = ~np.isnan(cal.cv_log_loss_)
     index = int(np.flatnonzero(cal.cv_degrees_ == cal.degree_)[0])
-    assert scored[::2].all() and scored[-1] and scored[max(index - 1, 0) : index + 2].all()
+    even = scored[:-1:2]
+    stop = int(np.argmin(even)) if not even.all() else even.size
+    assert even[:stop].all() and stop >= 3 and scored[-1]
+    assert scored[max(index - 1, 0) : index + 2].all() and scored.sum() < scored.size
     assert cal.cv_log_loss_[index] == np.nanmin(cal.cv_log_loss_)
     grid = BernsteinCalibrator(degree=list(cal.cv_degrees_)).fit(s, y)
     assert not np.isnan(grid.cv_log_loss_).any()

@@ -24,12 +24,16 @@ from benchmarks._realdata import DataMissing, calibration_scores
 from bernonnx import BernsteinCalibrator
 from bernonnx._base import AUTO_DEGREES
 from bernonnx._core.degree import (
+    SELECT_TOL,
+    _face,
+    _face_steps,
+    _FoldStack,
     fold_bins,
     least_loss_choice,
     mean_log_loss,
     select_degree_by_steps,
 )
-from bernonnx._core.newton import CURVE, FITS, box, predict
+from bernonnx._core.newton import CURVE, FITS, box, cold_start, newton, predict
 from bernonnx._core.points import Points, points_from_sums
 from bernonnx._core.qp import Chain
 from bernonnx._core.transforms import apply_transform
@@ -108,14 +112,23 @@ def test_log_loss_one_step_is_close_to_the_fold_fits(case):
 @pytest.mark.parametrize("loss", ["log", "squared"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_coarse_search_finds_the_least_loss_of_the_full_one(case, loss):
-    # every other candidate (and the last), then the neighbours of the best until the
-    # best has both: on these cases the same choice as evaluating all 13, with about 9
+    # every other candidate until two in a row bring no new least loss, then the last,
+    # then the neighbours of the best until the best has both: on these cases the same
+    # choice as evaluating all 13, with fewer
     points, chains, sums = _search_inputs(case, loss)
     full, _ = select_degree_by_steps(CURVE, sums, chains, loss, coarse=False)
     coarse, starts = select_degree_by_steps(CURVE, sums, chains, loss, coarse=True)
     done = ~np.isnan(coarse[0])
     assert (np.isnan(coarse) == ~done).all()
-    assert done[::2].all() and done[-1] and done.sum() < len(chains)
+    assert done[-1] and done.sum() < len(chains)
+    # the scan: a prefix of the even candidates, stopped only after two without a new
+    # least loss (the full search's losses: the same to its tolerance)
+    scanned = done[:-1:2]
+    stop = int(np.argmin(scanned)) if not scanned.all() else scanned.size
+    assert scanned[:stop].all() and not scanned[stop:].any()
+    if stop < scanned.size:
+        even = full.mean(axis=0)[:-1:2][:stop]
+        assert stop >= 3 and min(even[-2:]) >= min(even[:-2]) * (1 - 1e-6)
     assert [s is not None for s in starts] == done.tolist()
     best = least_loss_choice(coarse)
     assert done[max(best - 1, 0) : best + 2].all()
@@ -137,3 +150,25 @@ def test_final_fit_does_not_depend_on_the_search_start(case):
     np.testing.assert_allclose(
         auto.predict_proba(grid), fixed.predict_proba(grid), rtol=0, atol=1e-10
     )
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_face_step_is_the_qp_step_where_the_qp_keeps_the_face(case):
+    # a Newton step of a fold's training loss restricted to the ties and bounds of the
+    # fit on all folds is the projected (QP) step whenever that one keeps them
+    points, chains, sums = _search_inputs(case, "log")
+    wt, wu = sums
+    stack = _FoldStack([points_from_sums(wt[k], wu[k], True) for k in range(wt.shape[0])], 8)
+    kept = 0
+    for chain in chains[:5]:
+        stack.at_degree(chain.shape[0] - 1)
+        x = newton(CURVE, stack, chain, cold_start(stack, chain), tol=SELECT_TOL)
+        face = _face_steps(stack, chain, x, 1)
+        g, h = stack.training_terms(np.repeat(x[None, :], len(stack.slices), axis=0))
+        for hk, gk, fk in zip(h, g, face, strict=True):
+            qp = chain.qp(hk, gk - hk @ x, x0=x)
+            before, after = _face(chain, x), _face(chain, qp)
+            if before.shape == after.shape and (before == after).all():
+                kept += 1
+                np.testing.assert_allclose(fk, qp, rtol=0, atol=1e-8 * np.abs(x).max())
+    assert kept >= 5
