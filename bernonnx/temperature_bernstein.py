@@ -245,11 +245,16 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         """
         arr, target, w = check_class_scores(self, X, y, sample_weight)
         keep = w > 0
-        z, target, w = class_logits(self, arr[keep]), target[keep], w[keep]
+        z = class_logits(self, arr[keep])
         self.scaling_ = None
         if self.scaling == "sms":
-            self.scaling_ = StructuredMatrixScalingCalibrator().fit(z, target, sample_weight=w)
+            # SMS reads the labels of every row (it drops zero weights itself): a class
+            # whose rows all weigh zero would leave it one class short of the K columns
+            every = np.zeros((arr.shape[0], z.shape[1]))
+            every[keep] = z
+            self.scaling_ = StructuredMatrixScalingCalibrator().fit(every, target, sample_weight=w)
             z = self.scaling_.calibrated_logits(z)
+        target, w = target[keep], w[keep]
         bernstein = BernsteinCalibrator(degree=self.degree)
         beta = _fit_inverse_temperature(z, target, w)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}

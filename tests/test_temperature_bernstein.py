@@ -3,7 +3,10 @@ temperature scaling on real data, its candidates, invariants and ONNX parity."""
 
 from __future__ import annotations
 
+from importlib import resources
+
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
@@ -23,7 +26,7 @@ from bernonnx import (
     TemperatureCalibrator,
 )
 from bernonnx.deploy import run_onnx
-from bernonnx.export import to_onnx
+from bernonnx.export import onnx_inputs, to_onnx
 from bernonnx.metrics import multiclass_log_loss, top_label_calibration_error
 
 METHODS = ("identity", "temperature", "bernstein")
@@ -255,3 +258,28 @@ def test_ensemble_folds_export_as_one_graph(four_classes):
     onx = to_onnx(clf, X[:5], dtype=np.float64)
     out = run_onnx(onx, {onx.graph.input[0].name: X_test})
     np.testing.assert_allclose(out["probabilities"], clf.predict_proba(X_test), rtol=0, atol=1e-9)
+
+
+def test_rows_of_weight_zero_are_as_absent_even_a_whole_class():
+    """Credit's EDUCATION (7 classes, as ``read_csv`` gives them) through the default,
+    the rows of its two rarest classes weighted 0, as a user drops them without
+    dropping the class: the fit succeeds (SMS used to see one class fewer than the
+    score columns and refused), those rows' features change nothing, and the graph
+    gives Python's probabilities and labels on every row."""
+    with resources.files("bernonnx.data").joinpath("uci_credit_card.csv.gz").open("rb") as f:
+        frame = pd.read_csv(f, compression="gzip", nrows=12000).drop(columns="ID")
+    y = frame.pop("EDUCATION").to_numpy()
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=300))
+    frozen = FrozenEstimator(model.fit(frame[:6000], y[:6000]))
+    X_cal, y_cal = frame[6000:], y[6000:]
+    w = np.where(np.isin(y_cal, [0, 6]), 0.0, 1.0)
+    assert set(y_cal[w == 0]) == {0, 6} and set(y_cal[w > 0]) == set(y) - {0, 6}
+    clf = CalibratedClassifier(frozen).fit(X_cal, y_cal, sample_weight=w)
+    moved = X_cal.copy()
+    moved.loc[w == 0, "LIMIT_BAL"] *= 10  # other scores on the weight-0 rows
+    other = CalibratedClassifier(frozen).fit(moved, y_cal, sample_weight=w)
+    np.testing.assert_array_equal(other.predict_proba(frame), clf.predict_proba(frame))
+    onx = to_onnx(clf, frame[:5])
+    out = run_onnx(onx, onnx_inputs(onx, frame))
+    np.testing.assert_allclose(out["probabilities"], clf.predict_proba(frame), rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(out["label"], clf.predict(frame))
