@@ -169,23 +169,23 @@ def _square_and_multiply(g: GraphWriter, x: str, n: int) -> str:
     return g.node("Identity", [out]) if out is not None else g.const("one", 1.0)
 
 
-def _exp_form(g: GraphWriter, xc: str, lower: str, tp1: str, coef) -> str:
-    """``eta`` (N, 1) of few nodes, for small batches: the polynomial's terms at once.
+def _exp_form(g: GraphWriter, x: str, lower: str, tp1: str, coef) -> str:
+    """``eta`` (N, 1) in few nodes, for small batches: the polynomial's terms at once.
 
     ``a_k t^k lead`` is ``a_k exp(E_k x - d log(1 + t))`` with ``E_k = k`` on the
     rows with ``z <= 0`` and ``d - k`` on the others (``a_{d-k} t^k`` summed over
     ``k`` is ``a_k t^(d-k)`` summed over ``k``), so one ``Where``, one ``Exp`` and
-    one ``Gemm`` (with ``coef[0]``) give ``eta``: 7 nodes where Horner takes
-    ``2d``, but ``d + 1`` exponentials a score. Every term is a non-negative
-    ``a_k`` times a positive number and its exponent is off by a few roundings
-    of itself, so the sum is within ``1e-14`` relative of Python's Horner sum;
-    ``x`` is capped (``xc``) so that ``0 * x`` is never ``0 * -inf``.
+    one ``Gemm`` (with ``coef[0]``) give ``eta``: 7 nodes where Horner takes ``2d``,
+    but ``d + 1`` exponentials a score. Every term is a non-negative ``a_k`` times a
+    positive number and its exponent is off by a few roundings of itself, so the sum
+    is within ``1e-14`` relative of Python's Horner sum. ``x`` is finite (the clip of
+    ``s - shift``), so ``0 * x`` is never ``0 * -inf``.
     """
     degree = coef.shape[0] - 1
     k = np.arange(degree + 1, dtype=np.float64)[None, :]
     neg_log_lead = g.node("Mul", [g.node("Log", [tp1]), g.const("neg_d", [[-degree]])])
     exponent = g.node("Where", [lower, g.const("k", k), g.const("dk", degree - k)])
-    exponent = g.node("Add", [g.node("Mul", [exponent, xc]), neg_log_lead])
+    exponent = g.node("Add", [g.node("Mul", [exponent, x]), neg_log_lead])
     terms = g.node("Exp", [exponent])
     a = rise_pair(coef)[0].reshape(degree + 1, 1)
     return g.node("Gemm", [terms, g.const("a", a), g.const("c0", [[coef[0]]])])
@@ -197,8 +197,8 @@ def _horner_form(g: GraphWriter, t: str, lower: str, tp1: str, coef) -> str:
     below 1e-120, and ``sum_k a_k t^k`` by Horner, ``a`` the rises times ``C(d, k)``
     for rows with ``z <= 0`` and the same reversed for the others, both sums in one
     (2, N) tensor (half the nodes of two chains). On flattened (N,) rows: on (N, 1)
-    tensors onnxruntime broadcasts a (2, 1) constant as N spans of one element,
-    up to 30 times slower per node (measured)."""
+    tensors onnxruntime broadcasts a (2, 1) constant as N spans of one element, up
+    to 30 times slower per node (measured)."""
     flat = g.const("flat", [-1], TensorProto.INT64)
     t, lower = g.node("Reshape", [t, flat]), g.node("Reshape", [lower, flat])
     big = g.node("Reciprocal", [g.node("Reshape", [tp1, flat])])
@@ -222,9 +222,10 @@ def _horner_form(g: GraphWriter, t: str, lower: str, tp1: str, coef) -> str:
 
 
 #: Batches of fewer rows take :func:`_exp_form` (few nodes: onnxruntime spends about
-#: 0.2 us a node on a single row), larger ones :func:`_horner_form` (``2d`` nodes,
-#: no exponential per term: 3 to 7 times faster from 1,000 rows at degree 50).
-SMALL_BATCH = 64
+#: 0.3 us a node on a single row), larger ones :func:`_horner_form` (``2d`` nodes, no
+#: exponential per term: as fast from about 128 rows at degree 50, twice as fast
+#: from 1,000; measured).
+SMALL_BATCH = 100
 
 
 def _logistic_eta(g: GraphWriter, s: str, cal) -> str:
@@ -236,18 +237,24 @@ def _logistic_eta(g: GraphWriter, s: str, cal) -> str:
     :func:`_horner_form` on the others (an ``If`` on the row count), and the tail
     term. Constants are (1, 1): onnxruntime broadcasts a scalar over an (N, 1)
     tensor N spans of one element at a time, up to 80 times slower (measured).
+
+    One shortcut: ``s - shift`` is clipped where ``|z|`` reaches the tail's cap
+    (1e100) rather than at 1e300 and then ``-|z|`` at ``-1e100`` (one node fewer):
+    ``t`` is 0 either way, and ``log(1 + |z|)`` moves by 2e-16 at most.
     """
     s = rescale_scores(g, s, int(getattr(cal, "score_exponent_", 0)))
     diff = g.node("Sub", [s, g.const("shift", [[float(cal.shift_)]])])
-    diff = g.node("Clip", [diff, g.const("neg_max", -MAX_DIFF), g.const("max", MAX_DIFF)])
+    scale, scale_below = float(cal.scale_), float(cal.scale_below_)
+    with np.errstate(divide="ignore", over="ignore"):
+        top = min(MAX_DIFF, TAIL_CAP / scale) if scale > 0 else MAX_DIFF
+        bottom = min(MAX_DIFF, TAIL_CAP / scale_below) if scale_below > 0 else MAX_DIFF
+    diff = g.node("Clip", [diff, g.const("neg_max", -bottom), g.const("max", top)])
     # -|z| = min(d * -scale, d * scale_below), and z <= 0 where the first is >= 0
-    above = g.node("Mul", [diff, g.const("neg_scale", [[-float(cal.scale_)]])])
-    below = g.node("Mul", [diff, g.const("scale_below", [[float(cal.scale_below_)]])])
+    above = g.node("Mul", [diff, g.const("neg_scale", [[-scale]])])
+    below = g.node("Mul", [diff, g.const("scale_below", [[scale_below]])])
     lower = g.node("GreaterOrEqual", [above, g.const("zero", [[0.0]])])
     neg_abs_z = g.node("Min", [above, below])
-    # exp(-1e100) is 0 as exp(-inf) is: the cap changes no t, and the tail reads it
-    capped = g.node("Max", [neg_abs_z, g.const("neg_tail_cap", [[-TAIL_CAP]])])
-    t = g.node("Exp", [capped], "t")
+    t = g.node("Exp", [neg_abs_z], "t")
     tp1 = g.node("Add", [t, g.const("one", [[1.0]])])
     coef = np.asarray(cal.coef_, dtype=np.float64)
     # the row count of tp1, the last tensor the branches read: skl2onnx orders nodes by
@@ -257,13 +264,13 @@ def _logistic_eta(g: GraphWriter, s: str, cal) -> str:
     )
     eta = g.if_else(
         small,
-        lambda body: _exp_form(body, capped, lower, tp1, coef),
+        lambda body: _exp_form(body, neg_abs_z, lower, tp1, coef),
         lambda body: _horner_form(body, t, lower, tp1, coef),
         shape=[None, 1],
     )
     slope = float(getattr(cal, "tail_slope_", 0.0))
     if slope:
-        eta = g.node("Add", [eta, _tail(g, capped, lower, slope)], "eta_tail")
+        eta = g.node("Add", [eta, _tail(g, neg_abs_z, lower, slope)], "eta_tail")
     return eta
 
 
