@@ -14,12 +14,13 @@ Nodes emitted on the float64 score ``s`` (N, 1)::
     basis="pow":            B = Pow(u, k) * Pow(v, d - k) * C(d, k)
     eta = Gemm(B, coef - coef[0], coef[0])
     logistic, basis="exp" (the default), as predict_proba evaluates it, on (N, 1) rows:
-             x    = Max(Min(d * -scale, d * scale_below), -1e100),  d = Clip(s - shift)
-             t    = Exp(x),  lower = d * -scale >= 0  (z <= 0)
-             If N < SMALL_BATCH (few nodes; onnxruntime spends ~0.2 us a node):
-               eta = Gemm(Exp(E * x - d Log(1 + t)), a, coef[0]),  E = Where(lower, k, d - k)
-             else (Horner, no exponential per term; on flattened (N,) rows):
-               lead = (1 / (1 + t))^d                  (repeated squaring: Mul nodes)
+             d     = Clip(s - shift, -min(1e300, 1e100 / scale_below), min(1e300, 1e100 / scale))
+             x     = Min(d * -scale, d * scale_below)  (-|z|),  lower = d * -scale >= 0  (z <= 0)
+             If N < SMALL_BATCH (few nodes; onnxruntime spends ~0.3 us a node):
+               T   = Exp(Where(lower, k, d - k) * x)                  (N, d + 1)
+               eta = n / m,  [n, m] = MatMul(T, [a + coef[0] C(d, k), C(d, k)])
+             else (Horner, one exponential a row; on flattened (N,) rows):
+               t    = Exp(x),  lead = (1 / (1 + t))^d           (repeated squaring: Mul nodes)
                eta  = Where(lower, h[0], h[1]) * lead + coef[0],  h = horner(A, t)
                       A = [a; reversed a] (2, d + 1), a_k = C(d, k) (coef[k] - coef[0]);
                       horner on the (2, N) pair: d Mul and d Add nodes
@@ -43,9 +44,9 @@ evaluation (``bernonnx._core.basis.logistic_eta_blocks``) on batches of
 sums, where the ``exp`` basis takes ``d + 1`` exponentials per score (at batch
 100,000 and degree 50: 15 ms against 52 ms in onnxruntime, one thread). On
 smaller batches the ``2d`` nodes cost more than the exponentials (a single row:
-about 0.2 us a node), and the polynomial's terms are summed at once instead, to
-within 1e-13 of the Horner sum at degree 100 (both branches are tested against
-``predict_proba`` at the float64 tolerance, 1e-12).
+about 0.3 us a node), and the polynomial's terms are summed at once instead, to
+within 1e-13 of ``predict_proba`` at degree 100 (both branches are tested against
+it at the float64 tolerance, 1e-12).
 
 The ``exp`` basis is ``C u^k v^(d-k)`` in log space: it replaces two broadcast
 ``Pow`` nodes that took 60% of the stage at batch 100,000

@@ -7,7 +7,9 @@ calibrators were fitted on ``decision_function``), and their score outputs
 feed one ``BernonnxCalibrationStage`` operator, whose converter emits::
 
     per fold pair:  scores -> Cast(double) -> [log-odds] -> [column of each class]
-                    -> calibrator (its registered emitter)
+                    -> calibrator (its registered emitter); a binary decision
+                    function [-z, z] from an exact base converter: z itself
+                    (its Neg and Concat dropped)
                     binary: [1 - p, p];  multiclass: p_k / sum_k p_k (uniform if 0),
                     or a multiclass calibrator on all K columns at once
     mean over pairs -> probabilities (Cast to the graph's float type)
