@@ -13,7 +13,10 @@ truncations:
   of its own, so the string ``"nan"`` is not NaN).
 
 That gives each row's indicator over ``categories_[i]``; one ``MatMul`` by a 0/1 matrix
-then maps it to the output columns. The matrix, and the row an unknown value gets,
+then maps it to the output columns. When every column is numeric (and fed in one float
+type, with no NaN category and ``handle_unknown`` not "error") all columns are compared
+in one ``Equal`` and mapped by one ``MatMul``: a fixed 7 to 11 nodes instead of 4 or
+more per column, which at one row a call is what onnxruntime's time follows. The matrix, and the row an unknown value gets,
 are read from scikit-learn itself: ``transform`` of a probe that holds every category
 and one unknown value, so infrequent categories, ``drop`` and every ``handle_unknown``
 come out as the fitted encoder computes them. With ``handle_unknown="error"`` an
@@ -205,13 +208,70 @@ def _indicator(g: GraphWriter, x: str, var_type, categories, errors: bool) -> st
     return g.to_double(g.node("Reshape", [hot, g.const("shape", [-1, k], _INT64)]))
 
 
+def _all_at_once(g: GraphWriter, operator) -> str | None:
+    """Every column's output at once, (N, width) float64, when every column is numeric,
+    fed in one float type, with no NaN category and ``handle_unknown`` not "error";
+    else None (and no node written).
+
+    ``Equal`` of the (N, C, 1) values with the (1, C, K) categories (NaN pads the
+    shorter rows: it equals nothing), one 0/1 ``MatMul`` by the maps stacked, and the
+    unknown rows added from ``1 - max`` of each column's indicator: 7 to 11 nodes
+    where the loop writes 4 or more per column (onnxruntime spends about 0.3 us a
+    node on a single row). Each output is a sum with at most one non-zero term, 0 or
+    1, whatever the order, so the result is the loop's.
+    """
+    model = operator.raw_operator
+    types = {type(var.type) for var in operator.inputs}
+    widths = [var.type.shape[1] if len(var.type.shape) > 1 else 1 for var in operator.inputs]
+    if (
+        model.handle_unknown == "error"
+        or len(types) != 1
+        or types <= {StringTensorType}
+        or sum(w if isinstance(w, int) else -1 for w in widths) != len(model.categories_)
+        or any(_is_text(c) for c in model.categories_)
+        or any(np.isnan(c.astype(np.float64)).any() for c in model.categories_)
+    ):
+        return None
+    maps = _maps(model)
+    n_columns, k = len(model.categories_), max(len(c) for c in model.categories_)
+    table = np.full((1, n_columns, k), np.nan)
+    width = sum(matrix.shape[1] for matrix, _ in maps)
+    stacked, unknown = np.zeros((n_columns * k, width)), np.zeros((n_columns, width))
+    start = 0
+    for i, (categories, (matrix, unknown_row)) in enumerate(
+        zip(model.categories_, maps, strict=True)
+    ):
+        table[0, i, : len(categories)] = categories.astype(np.float64)
+        stop = start + matrix.shape[1]
+        stacked[i * k : i * k + len(categories), start:stop] = matrix
+        unknown[i, start:stop] = unknown_row
+        start = stop
+    names = [var.full_name for var in operator.inputs]
+    x = names[0] if len(names) == 1 else g.node("Concat", names, axis=1)
+    if types != {DoubleTensorType}:
+        x = g.to_double(x)
+    x = g.node("Unsqueeze", [x, g.const("axis2", [2], _INT64)])
+    hot = g.to_double(g.node("Equal", [x, g.const("categories", table)]))
+    flat = g.node("Reshape", [hot, g.const("flat", [-1, n_columns * k], _INT64)])
+    out = g.node("MatMul", [flat, g.const("map", stacked)])
+    if unknown.any():
+        missing = g.node("Sub", [g.const("one", 1.0), g.reduce("ReduceMax", hot, 2, 0)])
+        out = g.node("Add", [out, g.node("MatMul", [missing, g.const("unknown", unknown)])])
+    return out
+
+
 def convert_exact_one_hot(scope, operator, container):
-    """``OneHotEncoder.transform`` as value comparisons and one 0/1 ``MatMul`` per column."""
+    """``OneHotEncoder.transform`` as value comparisons and one 0/1 ``MatMul`` per column
+    (or one for all columns, :func:`_all_at_once`)."""
     model = operator.raw_operator
     problem = one_hot_problem(model)
     if problem:
         raise NotImplementedError(problem)
     g = GraphWriter(scope, container, "onehot")
+    out = _all_at_once(g, operator)
+    if out is not None:
+        _write_output(g, operator, out)
+        return
     columns = _columns(g, operator)
     if len(columns) != len(model.categories_):
         raise NotImplementedError(
@@ -241,7 +301,11 @@ def convert_exact_one_hot(scope, operator, container):
         n = g.node("Gather", [g.node("Shape", [columns[0][0]]), g.const("zero", [0], _INT64)])
         out = g.node("ConstantOfShape", [g.node("Concat", [n, g.const("w", [0], _INT64)], axis=0)])
         parts = [g.to_double(out)]
-    out = parts[0] if len(parts) == 1 else g.node("Concat", parts, axis=1)
+    _write_output(g, operator, parts[0] if len(parts) == 1 else g.node("Concat", parts, axis=1))
+
+
+def _write_output(g: GraphWriter, operator, out: str) -> None:
+    """The (N, width) float64 ``out`` as the operator's output, in its declared type."""
     target = operator.outputs[0].type
     elem = (
         DOUBLE
@@ -252,8 +316,11 @@ def convert_exact_one_hot(scope, operator, container):
     )
     if elem != DOUBLE:
         out = g.node("Cast", [out], to=elem)
-    container.add_node(
-        "Identity", [out], operator.outputs[0].full_name, name=scope.get_unique_operator_name("oh")
+    g.container.add_node(
+        "Identity",
+        [out],
+        operator.outputs[0].full_name,
+        name=g.scope.get_unique_operator_name("oh"),
     )
 
 
