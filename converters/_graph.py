@@ -237,6 +237,24 @@ class GraphWriter:
         )
         return self.node("Concat", [blocks, emit(self, last)], axis=0)
 
+    def if_else(self, cond: str, then_emit, else_emit, elem: int = DOUBLE, shape=None) -> str:
+        """``then_emit(writer)`` where the boolean scalar ``cond`` holds, else
+        ``else_emit(writer)``: an ``If`` node, each branch a subgraph written by a
+        :class:`BodyWriter` (which reads this graph's tensors by name). Only the
+        branch taken runs, so its nodes alone cost time."""
+        branches = {}
+        for key, emit in (("then_branch", then_emit), ("else_branch", else_emit)):
+            body = BodyWriter(self)
+            out = emit(body)
+            branches[key] = helper.make_graph(
+                body.nodes,
+                self.scope.get_unique_operator_name(f"{self.prefix}_{key}"),
+                [],
+                [helper.make_tensor_value_info(out, elem, shape)],
+                body.initializers,
+            )
+        return self.node("If", [cond], **branches)
+
     def to_double(self, name: str) -> str:
         return self.node("Cast", [name], "double", to=DOUBLE)
 

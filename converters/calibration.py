@@ -7,7 +7,9 @@ calibrators were fitted on ``decision_function``), and their score outputs
 feed one ``BernonnxCalibrationStage`` operator, whose converter emits::
 
     per fold pair:  scores -> Cast(double) -> [log-odds] -> [column of each class]
-                    -> calibrator (its registered emitter)
+                    -> calibrator (its registered emitter); a binary decision
+                    function [-z, z] from an exact base converter: z itself
+                    (its Neg and Concat dropped)
                     binary: [1 - p, p];  multiclass: p_k / sum_k p_k (uniform if 0),
                     or a multiclass calibrator on all K columns at once
     mean over pairs -> probabilities (Cast to the graph's float type)
@@ -85,37 +87,81 @@ def _interval_emitters(model):
     return emitters
 
 
+def _decision_column(g: GraphWriter, pair, score: str) -> str | None:
+    """``score`` reduced to its column ``z`` when it is a binary decision function's
+    ``[-z, z]`` written by an exact base converter (``exact_models.signed_pair``), or
+    None.
+
+    The calibrators read ``z`` alone, and onnxruntime runs every node, read or not (on
+    a single row about 0.3 us each): the ``Neg`` and the ``Concat`` leave the graph,
+    and ``z`` takes the name ``score``, which ``check_parity`` reads as ``[df]``.
+    """
+    done = g.container.__dict__.setdefault("_bernonnx_decision_columns", set())
+    if score in done:
+        return score
+    if pair.response_method != "decision_function" or getattr(pair, "log_odds_from", None):
+        return None
+    nodes = g.container.nodes
+    producer = {out: node for node in nodes for out in node.output}
+    concat = producer.get(score)
+    if concat is None or concat.op_type != "Concat" or len(concat.input) != 2:
+        return None
+    neg, z = producer.get(concat.input[0]), concat.input[1]
+    if neg is None or neg.op_type != "Neg" or list(neg.input) != [z] or z not in producer:
+        return None
+    readers = [node for node in nodes if z in node.input or neg.output[0] in node.input]
+    if any(node is not neg and node is not concat for node in readers):
+        return None
+    nodes[:] = [node for node in nodes if node is not neg and node is not concat]
+    outputs = producer[z].output
+    outputs[list(outputs).index(z)] = score
+    done.add(score)
+    return score
+
+
+def _binary_scores(g: GraphWriter, pair, score: str) -> str:
+    """The (N, 1) float64 scores a binary pair's calibrator reads."""
+    column = _decision_column(g, pair, score)
+    raw = scores_to_double(
+        g,
+        score if column is None else column,
+        pair.response_method,
+        pair.log_odds,
+        getattr(pair, "log_odds_from", None),
+    )
+    return raw if column is not None else g.column(raw, 1)
+
+
 def _pair_interval(g: GraphWriter, pair, emitters, score: str, n_classes: int) -> str:
     """One fold's ``CalibratedPair.predict_interval``: (N, 2), or (N, K, 2)."""
+    writer = GraphWriter(g.scope, g.container, f"{g.prefix}_interval")
+    if n_classes == 2:
+        return emitters[0](writer, _binary_scores(g, pair, score), pair.calibrators[0])
     raw = scores_to_double(
         g, score, pair.response_method, pair.log_odds, getattr(pair, "log_odds_from", None)
     )
-    writer = GraphWriter(g.scope, g.container, f"{g.prefix}_interval")
-    columns = [1] if n_classes == 2 else list(range(n_classes))
     bounds = [
         emit(writer, writer.column(raw, column), cal)
-        for emit, cal, column in zip(emitters, pair.calibrators, columns, strict=True)
+        for emit, cal, column in zip(emitters, pair.calibrators, range(n_classes), strict=True)
     ]
-    if n_classes == 2:
-        return bounds[0]
     axis = g.const("axis1", [1], TensorProto.INT64)
     return g.node("Concat", [g.node("Unsqueeze", [b, axis]) for b in bounds], axis=1)
 
 
 def _pair_probabilities(g: GraphWriter, pair, score: str, n_classes: int, basis: str):
     """One fold's calibrated probabilities from its base model's (N, K) scores."""
+    cal_writer = GraphWriter(g.scope, g.container, f"{g.prefix}_cal")
+    if n_classes == 2:
+        column = _binary_scores(g, pair, score)
+        return calibrate(cal_writer, column, pair.calibrators[0], pair=True, basis=basis)
     raw = scores_to_double(
         g, score, pair.response_method, pair.log_odds, getattr(pair, "log_odds_from", None)
     )
-    cal_writer = GraphWriter(g.scope, g.container, f"{g.prefix}_cal")
-    if n_classes > 2 and is_multiclass_calibrator(pair.calibrators[0]):
+    if is_multiclass_calibrator(pair.calibrators[0]):
         return calibrate(cal_writer, raw, pair.calibrators[0], pair=False, basis=basis)
-    columns = [1] if n_classes == 2 else list(range(n_classes))
     positives = [
-        calibrate(
-            cal_writer, cal_writer.column(raw, column), cal, pair=n_classes == 2, basis=basis
-        )
-        for cal, column in zip(pair.calibrators, columns, strict=True)
+        calibrate(cal_writer, cal_writer.column(raw, column), cal, pair=False, basis=basis)
+        for cal, column in zip(pair.calibrators, range(n_classes), strict=True)
     ]
     return one_vs_rest(g, positives, n_classes)
 

@@ -520,6 +520,28 @@ def test_one_hot_on_a_numeric_frame_in_a_plain_pipeline():
             onnx_inputs(to_onnx(clf, frame[:5].to_numpy()), frame)
 
 
+@pytest.mark.parametrize("unknown", ["ignore", "infrequent_if_exist"])
+@pytest.mark.parametrize("drop", [None, "first"])
+def test_one_hot_of_many_columns_in_one_comparison(unknown, drop):
+    """Several numeric columns of different category counts (one-column DataFrame
+    inputs, as read_csv gives them): one Equal for all columns, and every row, served
+    unknown and fractional values included, as Python transforms it."""
+    X, y = credit(800)
+    columns = ["SEX", "EDUCATION", "MARRIAGE", "PAY_0"]
+    frame = X[[*columns, "LIMIT_BAL", "AGE"]]
+    encoder = OneHotEncoder(handle_unknown=unknown, drop=drop, min_frequency=20)
+    clf = fit_frame(frame, y, encoder, columns)
+    onx = to_onnx(clf, frame[:5])
+    folds = len(clf.calibrated_classifiers_)  # one base model each
+    assert [n.op_type for n in onx.graph.node].count("Equal") == folds
+    served = frame.iloc[[0] * 4].astype(float)
+    served["EDUCATION"] = [2.5, 99.0, np.nan, 1.0]
+    served["PAY_0"] = [-2.0, 8.0, 0.5, np.nan]
+    rows = pd.concat([frame[:200].astype(float), served], ignore_index=True)
+    assert disagreements(clf, onx, rows) == []
+    assert check_parity(clf, onx, frame)["passed"]
+
+
 def test_attach_names_a_model_without_an_opset():
     from onnx import TensorProto, helper
 

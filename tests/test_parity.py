@@ -18,6 +18,7 @@ from functools import cache
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pandas as pd
 import pytest
 import skl2onnx
@@ -62,6 +63,7 @@ from bernonnx import (
 )
 from bernonnx._base import MAX_DEGREE
 from bernonnx.converters import register_converters
+from bernonnx.converters.bernstein import SMALL_BATCH
 from bernonnx.converters.exact_trees import round_down_float32
 from bernonnx.deploy import run_onnx as run_named
 from bernonnx.export import check_parity, onnx_inputs, to_onnx
@@ -87,6 +89,16 @@ def probe_scores(s, dtype):
     ].astype(dtype)
 
 
+def run_small_batches(onx, x, rows: int = SMALL_BATCH - 1) -> list:
+    """The graph's outputs on ``x`` (one input) fed ``rows`` rows at a time, stacked:
+    below ``SMALL_BATCH`` rows the default logistic graph sums the polynomial's terms
+    at once, from it by Horner, so every row is checked through both branches."""
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    runs = [session.run(None, {name: x[i : i + rows]}) for i in range(0, len(x), rows)]
+    return [np.concatenate(parts) for parts in zip(*runs, strict=True)]
+
+
 @pytest.mark.parametrize("basis", ["exp", "pow"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("loss", ["log", "squared"])
@@ -97,12 +109,14 @@ def test_calibrator_parity_everywhere(dtype, loss, transform, degree, basis):
     onx = to_onnx(cal, typed(s[:1, None], dtype), dtype=dtype, basis=basis)
     ops = {node.op_type for node in onx.graph.node}
     assert ("Pow" in ops) == (basis == "pow")
+    assert ("If" in ops) == (basis == "exp" and transform == "logistic")
     grid = probe_scores(s, dtype)[:, None]
-    label, proba = run_onnx(onx, grid)
-    assert proba.dtype == dtype
-    assert np.all(np.isfinite(proba)), "no NaN or inf for finite input"
-    np.testing.assert_allclose(proba, cal.predict_proba(grid), rtol=0, atol=tolerance(dtype))
-    np.testing.assert_array_equal(label, cal.predict(grid))
+    expected = cal.predict_proba(grid)
+    for label, proba in (run_onnx(onx, grid), run_small_batches(onx, grid)):
+        assert proba.dtype == dtype
+        assert np.all(np.isfinite(proba)), "no NaN or inf for finite input"
+        np.testing.assert_allclose(proba, expected, rtol=0, atol=tolerance(dtype))
+        np.testing.assert_array_equal(label, cal.predict(grid))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -126,10 +140,11 @@ def test_parity_for_drawn_coefficients_and_inputs(degree, loss, seed, shift, log
     cal.tail_slope_ = 1e-4 if loss == "log" else 0.0  # as fit sets it
     x = (shift + rng.standard_cauchy(500) / 10.0**log_scale).astype(dtype)
     x = np.clip(x, -np.finfo(dtype).max, np.finfo(dtype).max)[:, None]
-    label, proba = run_onnx(to_onnx(cal, typed(x[:1], dtype), dtype=dtype), x)
-    assert np.all(np.isfinite(proba))
-    np.testing.assert_allclose(proba, cal.predict_proba(x), rtol=0, atol=tolerance(dtype))
-    np.testing.assert_array_equal(label, cal.predict(x))
+    onx = to_onnx(cal, typed(x[:1], dtype), dtype=dtype)
+    for label, proba in (run_onnx(onx, x), run_small_batches(onx, x)):
+        assert np.all(np.isfinite(proba))
+        np.testing.assert_allclose(proba, cal.predict_proba(x), rtol=0, atol=tolerance(dtype))
+        np.testing.assert_array_equal(label, cal.predict(x))
 
 
 def test_nan_and_inf_have_documented_results():
