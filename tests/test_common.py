@@ -192,24 +192,11 @@ FUSION_XFAIL = {
 }
 
 
-#: the multiclass default chooses among its candidates by 5-fold log loss, and a row's fold
-#: is a hash of its position: repeated rows move to other folds than weighted ones, which
-#: can change the choice (docs/guarantees.rst). At a fixed candidate weights equal
-#: repetition: tests/test_temperature_bernstein.py::test_sms_stage_under_the_candidates
-DEFAULT_MULTICLASS_XFAIL = {
-    f"check_sample_weight_equivalence_on_{kind}_data": (
-        "the default's 5-fold choice reads folds hashed from row positions, which "
-        "repetition moves; at a fixed candidate weights equal repetition"
-    )
-    for kind in ("dense", "sparse")
-}
-
-
 def expected_failures(estimator):
     if isinstance(estimator, FusionClassifier):
         return FUSION_XFAIL
     if isinstance(estimator, CalibratedClassifier):
-        return DEFAULT_MULTICLASS_XFAIL if estimator.calibrator is None else {}
+        return {}
     entry = entry_for(estimator)
     if entry.multiclass:
         return MULTICLASS_XFAIL
