@@ -601,9 +601,11 @@ def table_auto(cfg: Config, rep: Report) -> None:
     rep.add(
         '6. Cost of degree="auto"',
         f"Default 5-fold CV over the {len(AUTO_DEGREES)} candidate degrees {AUTO_DEGREES} "
-        "(every other one scored, then the neighbours of the best until it has both; "
-        "each scored candidate fitted once on the folds' bins, each fold's fit two Newton steps "
-        "from there: `select_degree_by_steps`), then the final fit; competitor: "
+        "(every other one scored, smallest first, until two in a row bring no new least "
+        "loss, the largest always; then the neighbours of the best until it has both; each "
+        "scored candidate fitted once on the folds' bins, each fold's fit two Newton steps "
+        "from there, the first on the fit's active face: `select_degree_by_steps`), then the "
+        "final fit; competitor: "
         "`LogisticRegression().fit` (Platt scaling) on the same scores, timed in alternation "
         "with ours. Ratio = auto / logistic regression.",
         md_table(
