@@ -49,18 +49,13 @@ def emit_temperature(
     """Calibrated probabilities of the float64 ``scores``: (N, K) for K columns,
     P(y = 1) (N, 1) or, with ``pair``, ``[1 - p, p]`` for one column. ``basis``
     (the Bernstein basis option) does not apply."""
-    one_column = int(cal.n_features_in_) == 1
-    z = scores
-    if cal.input == "proba":
-        if one_column:
-            z = clipped_log_odds(g, z, cal.eps)
-        else:
-            # numpy's clip(p, eps, 1) then log; Clip's upper bound is needed by no row
-            z = g.node("Log", [g.node("Max", [z, g.const("eps", cal.eps)])], "logp")
-    scaled = g.node("Mul", [z, g.const("beta", float(cal.inverse_temperature_))], "scaled")
-    if not one_column:
+    beta = g.const("beta", float(cal.inverse_temperature_))
+    if int(cal.n_features_in_) != 1:
+        scaled = g.node("Mul", [class_logits(g, scores, cal), beta], "scaled")
         return g.node("Softmax", [scaled], "p", axis=1)
-    p = g.node("Sigmoid", [scaled], "p")
+    # one column: the sigmoid of the scaled log-odds, not the pair class_logits builds
+    z = clipped_log_odds(g, scores, cal.eps) if cal.input == "proba" else scores
+    p = g.node("Sigmoid", [g.node("Mul", [z, beta], "scaled")], "p")
     if not pair:
         return p
     return g.node("Concat", [g.node("Sub", [g.const("one", 1.0), p], "q"), p], "pair", axis=1)
