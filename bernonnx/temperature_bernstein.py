@@ -96,17 +96,21 @@ def _choose(losses: dict, w: np.ndarray, n_se: float, after_sms: bool) -> tuple[
     return choice, mean
 
 
-def _fit_corrections(bernstein, odds, target, w, degrees=None):
+def _fit_corrections(bernstein, odds, target, w, fitted=None):
     """One Bernstein calibrator per class on its log-odds, or None if a class lacks
-    rows on either side (nothing to correct with)."""
+    rows on either side (nothing to correct with). With ``fitted`` (the corrections
+    fitted on all rows), each class keeps its degree and its fit starts from their
+    coefficients: the same convex problem, solved from nearby (fewer Newton steps)."""
     calibrators = []
     for k in range(odds.shape[1]):
         positive = target == k
         if w[positive].sum() <= 0 or w[~positive].sum() <= 0:
             return None
         cal = clone(bernstein)
-        if degrees is not None:
-            cal.set_params(degree=degrees[k])
+        if fitted is not None:
+            cal.set_params(degree=int(fitted[k].degree_))
+            if fitted[k].coef_.shape[0] == fitted[k].degree_ + 1:
+                cal._warm_start = fitted[k].coef_
         calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
     return calibrators
 
@@ -275,9 +279,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         """Held-out log loss of every row under each fitted candidate, ``n_folds`` folds."""
         folds = fold_of(0, z.shape[0], self.n_folds)
         losses = {key: np.zeros(z.shape[0]) for key in fitted}
-        degrees = None
-        if "bernstein" in fitted:
-            degrees = [int(cal.degree_) for cal in fitted["bernstein"][1]]
+        corrections = fitted["bernstein"][1] if "bernstein" in fitted else None
         for f in range(self.n_folds):
             held = folds == f
             if not held.any() or held.all():
@@ -289,7 +291,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             losses["temperature"][held] = _row_loss(softmax(beta * zh, axis=1), yh)
             if "bernstein" in losses:
                 odds = _class_log_odds(beta * zt)
-                cals = _fit_corrections(bernstein, odds, yt, wt, degrees)
+                cals = _fit_corrections(bernstein, odds, yt, wt, corrections)
                 if cals is None:  # a class absent from this fold's training rows
                     del losses["bernstein"]
                 else:
