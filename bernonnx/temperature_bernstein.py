@@ -53,9 +53,32 @@ def _class_log_odds(t: np.ndarray) -> np.ndarray:
     return log_odds_from_log_proba(t)
 
 
-def _corrected(calibrators, t: np.ndarray) -> np.ndarray:
+def _fit_log_odds(t: np.ndarray) -> np.ndarray:
+    """:func:`_class_log_odds` in ``O(n K)`` for the fit (``predict_proba`` keeps the
+    converter's formula): about the row's top logit, class ``k``'s others sum to
+    ``sum_j e_j - e_k >= 1`` (the top's ``e = 1`` among them, so the subtraction loses
+    at most a bit); the top class's others are summed about their own maximum. The
+    same log-odds to a few units in the last place."""
+    n, k = t.shape
+    if k == 2:
+        return _class_log_odds(t)
+    rows = np.arange(n)
+    first = np.argmax(t, axis=1)
+    top = t[rows, first][:, None]
+    e = np.exp(t - top)
+    with np.errstate(divide="ignore"):  # the top class's 0 (when the rest underflow)
+        out = t - top - np.log(e.sum(axis=1, keepdims=True) - e)
+    others = t.copy()
+    others[rows, first] = -np.inf
+    second = others.max(axis=1, keepdims=True)
+    rest = np.log(np.exp(others - second).sum(axis=1))
+    out[rows, first] = top[:, 0] - second[:, 0] - rest
+    return out
+
+
+def _corrected(calibrators, t: np.ndarray, log_odds=_class_log_odds) -> np.ndarray:
     """The per-class Bernstein maps of the log-odds of ``softmax(t)``, renormalised."""
-    odds = _class_log_odds(t)
+    odds = log_odds(t)
     q = np.column_stack([cal.predict_proba(odds[:, k])[:, 1] for k, cal in enumerate(calibrators)])
     total = q.sum(axis=1, keepdims=True)
     uniform = np.full_like(q, 1.0 / q.shape[1])
@@ -260,10 +283,11 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             z = self.scaling_.calibrated_logits(z)
         target, w = target[keep], w[keep]
         bernstein = BernsteinCalibrator(degree=self.degree)
-        beta = _fit_inverse_temperature(z, target, w)
+        # SMS's logits are fitted: their inverse temperature is near 1
+        beta = _fit_inverse_temperature(z, target, w, 1.0 if self.scaling_ else None)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}
         if self.method in ("auto", "bernstein"):
-            corrections = _fit_corrections(bernstein, _class_log_odds(beta * z), target, w)
+            corrections = _fit_corrections(bernstein, _fit_log_odds(beta * z), target, w)
             if corrections is not None:
                 fitted["bernstein"] = (beta, corrections)
         if self.method == "auto":
@@ -287,15 +311,16 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             zt, yt, wt = z[~held], target[~held], w[~held]
             zh, yh = z[held], target[held]
             losses["identity"][held] = _row_loss(softmax(zh, axis=1), yh)
-            beta = _fit_inverse_temperature(zt, yt, wt)
+            beta = _fit_inverse_temperature(zt, yt, wt, fitted["temperature"][0])
             losses["temperature"][held] = _row_loss(softmax(beta * zh, axis=1), yh)
             if "bernstein" in losses:
-                odds = _class_log_odds(beta * zt)
+                odds = _fit_log_odds(beta * zt)
                 cals = _fit_corrections(bernstein, odds, yt, wt, corrections)
                 if cals is None:  # a class absent from this fold's training rows
                     del losses["bernstein"]
                 else:
-                    losses["bernstein"][held] = _row_loss(_corrected(cals, beta * zh), yh)
+                    proba = _corrected(cals, beta * zh, _fit_log_odds)
+                    losses["bernstein"][held] = _row_loss(proba, yh)
         return losses
 
     def predict_proba(self, X):
