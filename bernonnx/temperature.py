@@ -659,8 +659,9 @@ class StructuredMatrixScalingCalibrator(_AffineScaling):
         + K \lambda_d \lVert \mathrm{diag}(W - I) \rVert^2
         + K (K - 1) \lambda_o \lVert \mathrm{offdiag}(W) \rVert^2,
 
-    strictly convex, minimised by a trust-region Newton method (conjugate-gradient
-    steps on Hessian-vector products) to a relative gradient of 1e-8.
+    strictly convex, minimised by Newton's method to a relative gradient of 1e-8:
+    exact trust-region steps with few parameters, else steps by conjugate gradients
+    on Hessian-vector products, preconditioned by the Hessian's per-class blocks.
 
     References
     ----------

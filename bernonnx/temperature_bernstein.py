@@ -283,8 +283,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             z = self.scaling_.calibrated_logits(z)
         target, w = target[keep], w[keep]
         bernstein = BernsteinCalibrator(degree=self.degree)
-        # SMS's logits are fitted: their inverse temperature is near 1
-        beta = _fit_inverse_temperature(z, target, w, 1.0 if self.scaling_ else None)
+        beta = _fit_inverse_temperature(z, target, w)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}
         if self.method in ("auto", "bernstein"):
             corrections = _fit_corrections(bernstein, _fit_log_odds(beta * z), target, w)

@@ -7,7 +7,11 @@ regression whose features are the logits themselves, with an offset. The objecti
 convex (strictly, when every parameter is penalised); it is minimised by a trust-region
 Newton method: exact steps on the full Hessian when it is cheap (``n P^2`` below
 :data:`HESSIAN_BUDGET`, ``P`` parameters), else conjugate-gradient steps (Steihaug) on
-Hessian-vector products, each one pass over the ``n x K`` rows.
+Hessian-vector products, each one pass over the ``n x K`` rows. A penalised matrix
+scaling above :data:`PRECONDITIONED_BUDGET` (structured matrix scaling with many
+classes) takes Newton steps with a line search instead, solved by conjugate gradients
+preconditioned by the Hessian's per-class blocks: a tenth of the Hessian-vector
+products at 20 classes.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ WARM_ROWS = 20_000
 #: Largest ``n * P^2`` (rows times squared parameter count) for which the full Hessian
 #: is formed; above it, conjugate-gradient steps on Hessian-vector products.
 HESSIAN_BUDGET = 4e8
+#: The same for a penalised matrix scaling (strictly convex), whose steps above it are
+#: conjugate gradients preconditioned by the Hessian's per-class blocks: faster than
+#: exact steps from about 10 classes at 10,000 rows (measured on the multiclass study)
+PRECONDITIONED_BUDGET = 1e8
 
 
 @dataclass(frozen=True)
@@ -255,7 +263,7 @@ def fit_affine_softmax(
     # with it; below the budget, exact trust-region steps need far fewer passes
     small = n * theta0.size**2 <= HESSIAN_BUDGET
     strict = min(penalty.intercept, penalty.diagonal, penalty.off_diagonal) > 0
-    if matrix and strict and not small:
+    if matrix and strict and n * theta0.size**2 > PRECONDITIONED_BUDGET:
         # strictly convex: Newton steps by conjugate gradients preconditioned by the
         # Hessian's per-class blocks, which hold most of its curvature (the classes
         # couple through -p_ij p_il only)
