@@ -127,15 +127,17 @@ def _newton_pcg(fun, hessp, precondition, theta, gtol, scale):
     """Newton's method with a backtracking line search on a strictly convex objective,
     each step solved by conjugate gradients preconditioned by ``precondition(theta)``
     (a function of the residual) to a relative residual that shrinks with the
-    gradient (Dembo, Eisenstat and Steihaug's forcing terms, so the convergence stays
-    superlinear). Returns ``(theta, iterations, gradient)``."""
+    gradient (Dembo, Eisenstat and Steihaug's forcing terms: its square root, then
+    proportional to it, so the convergence is quadratic and the last step lands on the
+    optimum, not merely inside the gradient tolerance). Returns ``(theta, iterations,
+    gradient)``."""
     f, g = fun(theta)
     for it in range(MAX_ITER):
         g_norm = float(np.linalg.norm(g))
         if g_norm <= gtol:
             return theta, it, g
         solve = precondition(theta)
-        eta = min(0.5, np.sqrt(g_norm / scale))
+        eta = min(0.5, np.sqrt(g_norm / scale), 100.0 * g_norm / scale)
         step = np.zeros_like(theta)
         r = -g
         z = solve(r)
