@@ -16,8 +16,8 @@ from ._base import (
     OneScoreMixin,
     PartialFitMixin,
     forget_optional_attributes,
-    record_degree_search,
     lazy_source,
+    record_degree_search,
 )
 from ._core.basis import EVAL_BLOCK, logistic_eta_blocks
 from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
