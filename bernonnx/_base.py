@@ -84,6 +84,22 @@ def forget_optional_attributes(estimator) -> None:
             delattr(estimator, name)
 
 
+def record_degree_search(estimator, degrees, fold_losses) -> None:
+    """``cv_degrees_`` and ``cv_log_loss_`` of a search among ``degrees`` (more than one).
+
+    ``fold_losses`` (shape ``(n_folds_used, n_candidates)``) as the search returns
+    them, or None when no fold could be held out (every row in one fold, or scores
+    without a ranking): then every candidate's loss is NaN, as for a candidate the
+    search skipped. A mean over no held-out rows is no loss, and 0.0 would read as
+    a perfect one.
+    """
+    estimator.cv_degrees_ = np.asarray(degrees)
+    if fold_losses is None or fold_losses.shape[0] == 0:
+        estimator.cv_log_loss_ = np.full(len(degrees), np.nan)
+    else:
+        estimator.cv_log_loss_ = fold_losses.mean(axis=0)
+
+
 class PositiveProbaMixin:
     """``predict_proba`` and ``predict`` from ``_positive_proba(X)`` = P(y = classes_[1]).
 

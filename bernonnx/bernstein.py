@@ -17,6 +17,7 @@ from ._base import (
     PartialFitMixin,
     forget_optional_attributes,
     lazy_source,
+    record_degree_search,
 )
 from ._core.basis import EVAL_BLOCK, logistic_eta_blocks
 from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
@@ -121,8 +122,11 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
     knots_, levels_ : ndarray
         Parameters of the ``"quantile"`` transform.
     cv_degrees_, cv_log_loss_ : ndarray
-        Candidate degrees and their mean validation log loss (NaN for the
-        candidates the ``"auto"`` search did not score).
+        Candidate degrees and their mean validation log loss (``degree`` a
+        grid or ``"auto"`` only). NaN for the candidates the ``"auto"`` search
+        did not score, and for every candidate when no fold has rows both in
+        and out of it (no out-of-fold rows: three rows or fewer with the
+        default folds, or constant scores); the smallest degree is then used.
     n_features_in_ : int
         Always 1.
 
@@ -301,6 +305,8 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
                 self.degree_ + 1, constant_level(self.loss, base_rate(points), lo, hi)
             )
             self.tail_slope_ = 0.0
+            if len(degrees) > 1:
+                record_degree_search(self, degrees, None)
             return self
         strict_tails = self.loss == "log" and self.score_transform == "logistic"
         self.tail_slope_ = TAIL_SLOPE if strict_tails and self.min_slope > 0 else 0.0
@@ -321,9 +327,8 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
                 x0,
             )
         self.degree_ = int(degrees[index])
-        if fold_losses is not None:
-            self.cv_degrees_ = np.asarray(degrees)
-            self.cv_log_loss_ = fold_losses.mean(axis=0)
+        if len(degrees) > 1:
+            record_degree_search(self, degrees, fold_losses)
         return self
 
     def predict_proba(self, X):

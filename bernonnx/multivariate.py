@@ -26,6 +26,7 @@ from ._base import (
     TRANSFORM_KEYS,
     PositiveProbaMixin,
     forget_optional_attributes,
+    record_degree_search,
 )
 from ._core.degree import fit_degree
 from ._core.newton import TENSOR, box, constant_level, predict, single_blas_thread
@@ -118,7 +119,10 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
     cv_degrees_ : ndarray of shape (n_candidates,)
         The common degree of each candidate (``degree="auto"`` only).
     cv_log_loss_ : ndarray of shape (n_candidates,)
-        Their mean validation log loss (``degree="auto"`` only).
+        Their mean validation log loss (``degree="auto"`` only); all NaN when
+        no fold has rows both in and out of it (no out-of-fold rows: three
+        rows or fewer with the default folds, or constant scores), and the
+        smallest candidate is then used.
     score_exponent_ : ndarray of int of shape (M,)
         Column ``m`` is multiplied by ``2^score_exponent_[m]`` before its
         transform; 0 unless its scores are extreme (see BernsteinCalibrator).
@@ -304,6 +308,8 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
             self.coef_ = np.full(
                 shape, constant_level(self.loss, float(np.average(target, weights=w)), lo, hi)
             )
+            if len(candidates) > 1:
+                record_degree_search(self, [c[0] for c in candidates], None)
             return self
 
         lattices = [
@@ -318,9 +324,8 @@ class MultivariateBernsteinCalibrator(PositiveProbaMixin, ClassifierMixin, BaseE
                 TENSOR, Points(u, v, target, w), lattices, self.loss, self.n_folds
             )
         self.degrees_ = candidates[index]
-        if fold_losses is not None:
-            self.cv_degrees_ = np.array([c[0] for c in candidates])
-            self.cv_log_loss_ = fold_losses.mean(axis=0)
+        if len(candidates) > 1:
+            record_degree_search(self, [c[0] for c in candidates], fold_losses)
         return self
 
     def _transform(self, s):

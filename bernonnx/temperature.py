@@ -15,6 +15,7 @@ is ``_core/affine_softmax.py``.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
@@ -345,14 +346,22 @@ class _AffineScaling(ClassifierMixin, BaseEstimator):
         arr, target, w = check_class_scores(self, X, y, sample_weight)
         keep = w > 0
         z, target, w = class_logits(self, arr[keep]), target[keep], w[keep]
+        penalty = self._penalty(z.shape[1])
         if self._structured:
-            self.inverse_temperature_ = _fit_inverse_temperature(z, target, w)
+            beta = _fit_inverse_temperature(z, target, w)
+            if beta == 0.0:
+                # temperature scaling at 0 maps every row to the uniform distribution:
+                # no map of it could tell the rows apart, and the fit would be the
+                # class prior whatever the scores. Fit Berta et al.'s joint form on
+                # the scores themselves instead, the scale of W unpenalised
+                beta, penalty = 1.0, replace(penalty, free_scale=True)
+            self.inverse_temperature_ = beta
             self.mixture_ = 1.0 / (float(w.sum()) + 1.0)
             z = mixed_log_proba(z, self.inverse_temperature_, self.mixture_)
         else:
             z = log_proba(z)
         self.coef_, self.intercept_ = fit_affine_softmax(
-            z, target, w, matrix=self._matrix, penalty=self._penalty(z.shape[1])
+            z, target, w, matrix=self._matrix, penalty=penalty
         )
         return self
 
@@ -535,7 +544,8 @@ class StructuredVectorScalingCalibrator(_AffineScaling):
     ----------
     classes_ : ndarray of shape (n_classes,)
     inverse_temperature_ : float
-        ``beta`` of the temperature scaling run first.
+        ``beta`` of the temperature scaling run first; 1 where that fit is 0 (see
+        the Notes).
     mixture_ : float
         ``c = 1 / (n + 1)``, the weight of the uniform distribution mixed in.
     coef_ : ndarray of shape (n_classes,)
@@ -568,6 +578,15 @@ class StructuredVectorScalingCalibrator(_AffineScaling):
     strictly convex, minimised by a trust-region Newton method to a relative gradient
     of 1e-8, where probmetrics' BFGS stops at a mean-loss gradient of 1e-5: the same
     optimum, to more digits.
+
+    Where temperature scaling's fit is 0 (the scores rank the true class below
+    their average: a model biased against its common classes), its probabilities
+    are uniform on every row, and any map of them predicts the class prior whatever
+    the scores. The fit is then Berta et al.'s joint form, ``v = a + u`` with the
+    scale ``a`` unpenalised, on the scores themselves: ``beta = 1`` and the ridge
+    on ``v``'s departure from its mean, ``K lambda_d |v - mean(v)|^2`` (the formula
+    above is unchanged). probmetrics 1.3.0's bisection of the temperature
+    stops at ``exp(-16)`` there and gives the prior to 3e-7.
 
     References
     ----------
@@ -628,7 +647,8 @@ class StructuredMatrixScalingCalibrator(_AffineScaling):
     ----------
     classes_ : ndarray of shape (n_classes,)
     inverse_temperature_ : float
-        ``beta`` of the temperature scaling run first.
+        ``beta`` of the temperature scaling run first; 1 where that fit is 0 (see
+        the Notes).
     mixture_ : float
         ``c = 1 / (n + 1)``, the weight of the uniform distribution mixed in.
     coef_ : ndarray of shape (n_classes, n_classes)
@@ -661,7 +681,18 @@ class StructuredMatrixScalingCalibrator(_AffineScaling):
 
     strictly convex, minimised by Newton's method to a relative gradient of 1e-8:
     exact trust-region steps with few parameters, else steps by conjugate gradients
-    on Hessian-vector products, preconditioned by the Hessian's per-class blocks.
+    on Hessian-vector products, preconditioned by the Hessian's per-class blocks
+    (trust-region ones in the joint form below).
+
+    Where temperature scaling's fit is 0 (the scores rank the true class below
+    their average: a model biased against its common classes), its probabilities
+    are uniform on every row, and any map of them predicts the class prior whatever
+    the scores. The fit is then Berta et al.'s joint form,
+    ``W = a I + diag(u) + offdiag(M)`` with the scale ``a`` unpenalised, on the
+    scores themselves: ``beta = 1`` and the diagonal's ridge on its departure from
+    its mean, ``K lambda_d |u - mean(u)|^2`` (the formula above is unchanged).
+    probmetrics 1.3.0's bisection of the temperature stops at ``exp(-16)`` there
+    and gives the prior to 3e-7.
 
     References
     ----------

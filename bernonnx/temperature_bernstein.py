@@ -185,7 +185,11 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
     calibrators_ : list of BernsteinCalibrator, or None
         Per class (column order), for ``method_ == "bernstein"``.
     cv_log_loss_ : dict
-        Mean held-out log loss of each candidate tried (``method="auto"`` only).
+        Mean held-out log loss of each candidate fitted (``method="auto"`` only).
+        NaN for a candidate with no held-out loss: the correction when a fold's
+        training rows lack a class, and every candidate when all the rows fall in
+        one fold (no out-of-fold rows: three rows or fewer with the default folds);
+        the identity is then used.
     n_features_in_ : int
 
     Notes
@@ -290,18 +294,24 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             if corrections is not None:
                 fitted["bernstein"] = (beta, corrections)
         if self.method == "auto":
-            losses = self._cross_validate(z, target, w, bernstein, fitted)
-            choice, self.cv_log_loss_ = _choose(losses, w, _N_SE, self.scaling_ is not None)
+            losses, held = self._cross_validate(z, target, w, bernstein, fitted)
+            choice, mean = "identity", {}  # no held-out row: nothing to compare, the simplest
+            if held.any():
+                scored = {key: loss[held] for key, loss in losses.items()}
+                choice, mean = _choose(scored, w[held], _N_SE, self.scaling_ is not None)
+            self.cv_log_loss_ = {key: mean.get(key, np.nan) for key in fitted}
         else:
             choice = self.method if self.method in fitted else "temperature"
         self.method_ = choice
         self.inverse_temperature_, self.calibrators_ = fitted[choice]
         return self
 
-    def _cross_validate(self, z, target, w, bernstein, fitted) -> dict:
-        """Held-out log loss of every row under each fitted candidate, ``n_folds`` folds."""
+    def _cross_validate(self, z, target, w, bernstein, fitted) -> tuple[dict, np.ndarray]:
+        """Held-out log loss of every row under each fitted candidate, ``n_folds`` folds,
+        and which rows were held out: none when every row falls in one fold."""
         folds = fold_of(0, z.shape[0], self.n_folds)
         losses = {key: np.zeros(z.shape[0]) for key in fitted}
+        scored = np.zeros(z.shape[0], dtype=bool)
         corrections = fitted["bernstein"][1] if "bernstein" in fitted else None
         for f in range(self.n_folds):
             held = folds == f
@@ -309,6 +319,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
                 continue
             zt, yt, wt = z[~held], target[~held], w[~held]
             zh, yh = z[held], target[held]
+            scored |= held
             losses["identity"][held] = _row_loss(softmax(zh, axis=1), yh)
             beta = _fit_inverse_temperature(zt, yt, wt, fitted["temperature"][0])
             losses["temperature"][held] = _row_loss(softmax(beta * zh, axis=1), yh)
@@ -320,7 +331,7 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
                 else:
                     proba = _corrected(cals, beta * zh, _fit_log_odds)
                     losses["bernstein"][held] = _row_loss(proba, yh)
-        return losses
+        return losses, scored
 
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""

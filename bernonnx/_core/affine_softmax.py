@@ -46,11 +46,19 @@ PRECONDITIONED_BUDGET = 1e8
 class Penalty:
     """Ridge strengths on the total-weight scale: the objective adds
     ``intercept * |b|^2 + diagonal * |diag(W - I)|^2 + off_diagonal * |offdiag(W)|^2``
-    to the weighted *sum* of the row log losses (all 0: maximum likelihood)."""
+    to the weighted *sum* of the row log losses (all 0: maximum likelihood).
+
+    ``free_scale``: Berta et al.'s joint form ``W = a I + diag(v) + offdiag(M)`` with
+    the scale ``a`` unpenalised; the ridge on the diagonal is then on ``v``, the
+    diagonal's departure from its mean, ``diagonal * |diag(W) - mean(diag(W))|^2``
+    (the minimum over ``a`` of ``diagonal * |diag(W) - a|^2``): still a convex
+    quadratic, so the fit stays one convex problem.
+    """
 
     intercept: float = 0.0
     diagonal: float = 0.0
     off_diagonal: float = 0.0
+    free_scale: bool = False
 
 
 def _unpack(theta: np.ndarray, k: int, matrix: bool):
@@ -76,7 +84,13 @@ def _penalty_matrix(k: int, matrix: bool, penalty: Penalty, centre: np.ndarray) 
         jac = np.zeros((k, size))
         jac[np.arange(k), np.arange(k)] = -centre
     jac[np.arange(k), size - k + np.arange(k)] = 1.0
-    return np.diag(diagonal) + penalty.intercept * (jac.T @ jac)
+    out = np.diag(diagonal) + penalty.intercept * (jac.T @ jac)
+    if penalty.free_scale:
+        # the diagonal's common part (the scale a) unpenalised: its ridge is on
+        # (I - 1 1' / K) diag(W - I), the projection off the all-ones direction
+        idx = np.arange(k) * (k + 1) if matrix else np.arange(k)
+        out[np.ix_(idx, idx)] -= penalty.diagonal / k
+    return out
 
 
 def _hessian(t: np.ndarray, p: np.ndarray, w: np.ndarray, matrix: bool) -> np.ndarray:
@@ -264,7 +278,9 @@ def fit_affine_softmax(
     # the full Hessian costs n P^2 (P parameters) against about 4 n P for a product
     # with it; below the budget, exact trust-region steps need far fewer passes
     small = n * theta0.size**2 <= HESSIAN_BUDGET
+    # every parameter penalised (the joint form's free scale is not): strictly convex
     strict = min(penalty.intercept, penalty.diagonal, penalty.off_diagonal) > 0
+    strict = strict and not penalty.free_scale
     if matrix and strict and n * theta0.size**2 > PRECONDITIONED_BUDGET:
         # strictly convex: Newton steps by conjugate gradients preconditioned by the
         # Hessian's per-class blocks, which hold most of its curvature (the classes

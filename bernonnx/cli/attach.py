@@ -5,15 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
-
-from bernonnx._registry import entry_for
-
 from ._base import EXIT_OK, InputError, _Progress
-from ._csv import _binary_target
-from ._files import _class_labels, _read_labelled
+from ._files import _read_labelled
 from ._methods import _check_probabilities
-from .export import _check_triton, _feed_lines, _graph_outputs, _stage_triton
+from .export import _check_triton, _feed_lines, _fit_labelled, _graph_outputs, _stage_triton
 
 
 def _input_variables(onx) -> dict[str, str]:
@@ -35,33 +30,6 @@ def _load_model(path: Path):
         raise InputError(f"cannot read the ONNX model {path}: {exc}") from exc
 
 
-def _fit(method, S: np.ndarray, labels, args):
-    """The calibrator of ``method`` fitted on the score matrix, and a description of y."""
-    calibrator = method.make()
-    multiclass = entry_for(calibrator).multiclass and S.shape[1] > 1
-    if multiclass:
-        if args.pos_label is not None:
-            raise InputError("--pos-label is for one-score methods; temperature reads all labels")
-        y = _class_labels(labels)
-        described = f"classes {', '.join(map(str, np.unique(y)))} (one --score column each)"
-    else:
-        if method.kind == "1d" and S.shape[1] > 1:
-            raise InputError(
-                f"method {method.name!r} calibrates one score column but {S.shape[1]} were "
-                "given; pass one --score, or a multivariate or multiclass method"
-            )
-        y, positive = _binary_target(labels, args.label, args.pos_label)
-        described = f"positive label {positive!r} is class 1"
-    try:
-        calibrator.fit(S, y)
-    except ValueError as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InputError(
-            f"method {method.name!r} cannot be fitted on {len(y)} rows: {reason}"
-        ) from exc
-    return calibrator, described
-
-
 def _cmd_attach(args, progress: _Progress) -> int:
     from bernonnx.export._attach import attach
 
@@ -74,7 +42,7 @@ def _cmd_attach(args, progress: _Progress) -> int:
     if method.needs_probabilities:
         _check_probabilities(method, S, f"column {args.score[0]!r}")
     with progress.step(f"fitting {method.name} on {len(labels)} rows"):
-        calibrator, described = _fit(method, S, labels, args)
+        calibrator, described = _fit_labelled(method, S, labels, args)
     with progress.step("merging the graphs"):
         try:
             merged = attach(

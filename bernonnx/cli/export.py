@@ -8,8 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bernonnx._registry import entry_for
+
 from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
-from ._files import _load, _Outputs
+from ._csv import _binary_target
+from ._files import _class_labels, _Outputs, _read_labelled
 from ._methods import _METHOD_LIST, _check_probabilities, _method
 from ._stream import (
     _UNBOUNDED,
@@ -156,32 +159,74 @@ def _print_parity(parity: dict) -> None:
     print(format_parity(parity))
 
 
-def _fit_in_memory(method, args, progress: _Progress):
-    """The calibrator fitted on the file in memory, the scores, their names, the positive
-    label."""
-    with progress.step(f"reading {args.csv}"):
-        data = _load(args, progress)
-    _check_scores(method, data.scores)
-    if method.needs_probabilities:
-        _check_probabilities(method, data.S, f"column {data.scores[0]!r}")
+def _fit_labelled(method, S: np.ndarray, labels, args):
+    """The calibrator of ``method`` fitted on the score matrix and the label cells, and
+    a description of what it calibrates.
+
+    A multiclass method (``temperature``, the scalings, ``sms-bernstein``...) with
+    several ``--score`` columns reads every label: one column per class, in the order of
+    the sorted labels; any other reads 0/1 targets (``--pos-label``). Every problem of
+    the data is one :class:`InputError` naming it.
+    """
     calibrator = method.make()
-    with progress.step(f"fitting {type(calibrator).__name__} on {data.y.shape[0]} rows"):
-        try:
-            calibrator.fit(data.S, data.y)
-        except ValueError as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    multiclass = entry_for(calibrator).multiclass and S.shape[1] > 1
+    if multiclass:
+        if args.pos_label is not None:
             raise InputError(
-                f"method {method.name!r} cannot be fitted on {data.y.shape[0]} rows "
-                f"({int(data.y.sum())} positive): {reason}"
-            ) from exc
-    return calibrator, data.S, data.scores, data.positive
+                f"--pos-label is for one-score methods; {method.name!r} with "
+                f"{S.shape[1]} --score columns reads every label of --label {args.label!r}"
+            )
+        y = _class_labels(labels)
+        classes = np.unique(y)
+        if len(classes) != S.shape[1]:
+            shown = ", ".join(map(str, classes[:10])) + (", ..." if len(classes) > 10 else "")
+            raise InputError(
+                f"method {method.name!r} reads one --score column per class of --label "
+                f"{args.label!r}, in the order of the sorted labels: {len(classes)} "
+                f"class{'es' if len(classes) != 1 else ''} ({shown}) but {S.shape[1]} "
+                "--score columns"
+            )
+        described = (
+            f"classes {', '.join(map(repr, classes.tolist()))} (one --score column each, "
+            "in this order)"
+        )
+        counted = f"{len(classes)} classes"
+    else:
+        if method.kind == "1d" and S.shape[1] > 1:
+            raise InputError(
+                f"method {method.name!r} calibrates one score column but {S.shape[1]} were "
+                "given; pass one --score, or a multivariate or multiclass method"
+            )
+        y, positive = _binary_target(labels, args.label, args.pos_label)
+        described = f"positive label {positive!r} is class 1"
+        counted = f"{int(y.sum())} positive"
+    try:
+        calibrator.fit(S, y)
+    except ValueError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(
+            f"method {method.name!r} cannot be fitted on {len(y)} rows ({counted}): {reason}"
+        ) from exc
+    return calibrator, described
+
+
+def _fit_in_memory(method, args, progress: _Progress):
+    """The calibrator fitted on the file in memory, the scores, their names, and what
+    it calibrates (:func:`_fit_labelled`)."""
+    with progress.step(f"reading {args.csv}"):
+        labels, S, _ = _read_labelled(args, progress)
+    if method.needs_probabilities:
+        _check_probabilities(method, S, f"column {args.score[0]!r}")
+    with progress.step(f"fitting {method.name} on {len(labels)} rows"):
+        calibrator, described = _fit_labelled(method, S, labels, args)
+    return calibrator, S, list(args.score), described
 
 
 def _fit_streamed_export(method, args, progress: _Progress):
     """:func:`_fit_in_memory` in passes over a Parquet file: the scores returned are a
     sample (``_stream.SAMPLE_ROWS``, the extremes included)."""
+    _refuse_unstreamable(method, args)  # first: a multiclass method reads several columns
     _check_scores(method, args.score)
-    _refuse_unstreamable(method, args)
     if not _bounded(method):
         progress.note(_UNBOUNDED.format(method.name), always=True)
     scanned = _scan(args, progress)
@@ -192,7 +237,13 @@ def _fit_streamed_export(method, args, progress: _Progress):
     progress.note(f"{method.name}: fitted in {time.perf_counter() - start:.1f} s")
     sample = scanned.sample[:, None]
     rows = f"a sample of {len(sample):,} of the {scanned.rows:,} rows"
-    return calibrator, sample, scanned.scores, scanned.positive, rows
+    return (
+        calibrator,
+        sample,
+        scanned.scores,
+        f"positive label {scanned.positive!r} is class 1",
+        rows,
+    )
 
 
 def _float32_holds(S: np.ndarray) -> bool:
@@ -217,9 +268,11 @@ def _cmd_export(args, progress: _Progress) -> int:
     method, out, name, outputs = _graph_outputs(args, [Path(args.csv)])
 
     if _streams(args):
-        calibrator, S, scores, positive, parity_rows = _fit_streamed_export(method, args, progress)
+        calibrator, S, scores, described, parity_rows = _fit_streamed_export(
+            method, args, progress
+        )
     else:
-        calibrator, S, scores, positive = _fit_in_memory(method, args, progress)
+        calibrator, S, scores, described = _fit_in_memory(method, args, progress)
         parity_rows = None
     dtype = {"auto": None, "float32": np.float32, "float64": np.float64}[args.dtype]
     sample = S
@@ -278,8 +331,8 @@ def _cmd_export(args, progress: _Progress) -> int:
     # a graph that differs from Python is still written, for inspection, the rest not
     outputs.commit()
     print(
-        f"wrote {out}: {type(calibrator).__name__} on {', '.join(scores)}; positive "
-        f"label {positive!r} is class 1" + (f"; parity on {parity_rows}" if parity_rows else "")
+        f"wrote {out}: {type(calibrator).__name__} on {', '.join(scores)}; {described}"
+        + (f"; parity on {parity_rows}" if parity_rows else "")
     )
     for line in _feed_lines(onx, out, {onx.graph.input[0].name: "scores"}):
         print(f"  {line}")
