@@ -289,6 +289,9 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
     def _fit_points(self, exponent, params, points, folds):
         """The fit once the transform is fixed, on ``points``: ``Points`` or ``RowPasses``."""
         degrees = self._candidate_degrees()
+        # a start for the fit of a single degree, set by a caller that fitted a nearby
+        # problem (the folds of TemperatureBernsteinCalibrator): read once, never kept
+        x0 = vars(self).pop("_warm_start", None) if len(degrees) == 1 else None
         forget_optional_attributes(self)
         self.score_exponent_ = exponent
         for key in TRANSFORM_KEYS:
@@ -321,6 +324,7 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
                 folds,
                 least_loss_choice,
                 partial(select_degree_by_steps, coarse=isinstance(self.degree, str)),
+                x0,
             )
         self.degree_ = int(degrees[index])
         if len(degrees) > 1:

@@ -49,6 +49,8 @@ __all__ = [
 #: Largest |inverse temperature * logit| the fit lets grow: beyond it softmax
 #: is a hard argmax in float64 and separable scores would push it to infinity.
 _MAX_MARGIN = 1e6
+#: Half-width (a factor) of the bracket a guess of the inverse temperature opens.
+_NEAR = 1.03
 
 
 def _logits(est, arr: np.ndarray) -> np.ndarray:
@@ -72,24 +74,32 @@ def _softmax_mean(beta: float, z: np.ndarray) -> np.ndarray:
     return np.sum(softmax(beta * z, axis=1) * z, axis=1)
 
 
-def _fit_inverse_temperature(z: np.ndarray, target: np.ndarray, w: np.ndarray) -> float:
+def _fit_inverse_temperature(
+    z: np.ndarray, target: np.ndarray, w: np.ndarray, guess: float | None = None
+) -> float:
     """``beta >= 0`` minimising the weighted log loss of ``softmax(beta * z)``.
 
     The loss is convex in ``beta`` (its second derivative is the weighted
     variance of the logits under the softmax), so its minimiser is the root of
     the derivative ``sum_i w_i (E_p[z_i] - z_{i, y_i})``: bracketed, solved by
-    Brent's method to float64 precision.
+    Brent's method to float64 precision. A ``guess`` (the fit of nearby data)
+    brackets it within 3% when it can (the same root, fewer passes).
     """
     zy = z[np.arange(z.shape[0]), target]
 
     def slope(beta: float) -> float:
         return float(w @ (_softmax_mean(beta, z) - zy))
 
+    spread = float(np.max(np.abs(z - z.mean(axis=1, keepdims=True))))
+    if guess is not None and 0.0 < guess * _NEAR * spread < _MAX_MARGIN:
+        # the slope increases: a sign change inside the bracket is the root
+        lo, hi = guess / _NEAR, guess * _NEAR
+        if slope(lo) < 0.0 <= slope(hi):
+            return float(brentq(slope, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps))
     if not slope(0.0) < 0.0:
         # the scores do not rank the true class above the average: no positive
         # inverse temperature lowers the loss below the uniform prediction
         return 0.0
-    spread = float(np.max(np.abs(z - z.mean(axis=1, keepdims=True))))
     cap = _MAX_MARGIN / spread
     hi = 1.0 / spread
     while slope(hi) < 0.0:
@@ -669,8 +679,10 @@ class StructuredMatrixScalingCalibrator(_AffineScaling):
         + K \lambda_d \lVert \mathrm{diag}(W - I) \rVert^2
         + K (K - 1) \lambda_o \lVert \mathrm{offdiag}(W) \rVert^2,
 
-    strictly convex, minimised by a trust-region Newton method (conjugate-gradient
-    steps on Hessian-vector products) to a relative gradient of 1e-8.
+    strictly convex, minimised by Newton's method to a relative gradient of 1e-8:
+    exact trust-region steps with few parameters, else steps by conjugate gradients
+    on Hessian-vector products, preconditioned by the Hessian's per-class blocks
+    (trust-region ones in the joint form below).
 
     Where temperature scaling's fit is 0 (the scores rank the true class below
     their average: a model biased against its common classes), its probabilities

@@ -348,6 +348,40 @@ def test_hessian_is_the_gradient_derivative(matrix):
     np.testing.assert_allclose(_hessian(t, gradient(theta)[1], w, matrix), numeric, atol=1e-7)
 
 
+@pytest.mark.parametrize("n", [1500, 6000])
+def test_preconditioned_newton_reaches_the_trust_region_optimum(n, monkeypatch):
+    """SMS with many classes takes Newton steps by block-preconditioned conjugate
+    gradients: the optimum of the exact trust-region steps, from either path."""
+    from bernonnx._core import affine_softmax
+
+    z, y = _logits(n=n, k=15, seed=5)
+    w = np.random.default_rng(6).uniform(0.5, 2.0, n)
+    monkeypatch.setattr(affine_softmax, "PRECONDITIONED_BUDGET", 0.0)
+    fast = StructuredMatrixScalingCalibrator().fit(z, y, sample_weight=w)
+    monkeypatch.setattr(affine_softmax, "PRECONDITIONED_BUDGET", np.inf)
+    monkeypatch.setattr(affine_softmax, "HESSIAN_BUDGET", np.inf)
+    exact = StructuredMatrixScalingCalibrator().fit(z, y, sample_weight=w)
+    np.testing.assert_allclose(fast.predict_proba(z), exact.predict_proba(z), atol=FIT_TOL)
+    best = _objective(exact, z, y, w)
+    assert _objective(fast, z, y, w) == pytest.approx(best, rel=1e-12)
+
+
+def test_preconditioned_newton_weights_equal_repetition_and_row_order(monkeypatch):
+    """The preconditioned path keeps the invariants of the fit: a weight is that many
+    repeated rows, and the rows' order does not matter."""
+    from bernonnx._core import affine_softmax
+
+    monkeypatch.setattr(affine_softmax, "PRECONDITIONED_BUDGET", 0.0)
+    test_weights_equal_repetition_and_row_order(StructuredMatrixScalingCalibrator())
+    z, y = _logits(n=800, k=12, seed=7)
+    counts = np.random.default_rng(8).integers(0, 4, len(y))
+    weighted = StructuredMatrixScalingCalibrator().fit(z, y, sample_weight=counts)
+    repeated = StructuredMatrixScalingCalibrator().fit(
+        np.repeat(z, counts, axis=0), np.repeat(y, counts)
+    )
+    np.testing.assert_allclose(weighted.predict_proba(z), repeated.predict_proba(z), atol=FIT_TOL)
+
+
 # ------------------------------------------------- temperature scaling's fit at 0
 
 

@@ -8,6 +8,9 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
@@ -283,3 +286,47 @@ def test_rows_of_weight_zero_are_as_absent_even_a_whole_class():
     out = run_onnx(onx, onnx_inputs(onx, frame))
     np.testing.assert_allclose(out["probabilities"], clf.predict_proba(frame), rtol=0, atol=1e-9)
     np.testing.assert_array_equal(out["label"], clf.predict(frame))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 40), st.integers(3, 9)),
+        elements=st.floats(-800.0, 800.0, allow_nan=False),
+    )
+)
+def test_fit_log_odds_are_the_converter_formula(t):
+    """The fit's O(n K) log-odds agree with the converter's formula (what
+    ``predict_proba`` evaluates) to a few units in the last place of the logits."""
+    from bernonnx.temperature_bernstein import _class_log_odds, _fit_log_odds
+
+    fast, exact = _fit_log_odds(t), _class_log_odds(t)
+    assert np.isfinite(fast).all()
+    scale = 1.0 + np.abs(t).max(axis=1, keepdims=True)
+    assert np.all(np.abs(fast - exact) <= 1e-14 * scale)
+
+
+def test_folds_start_from_the_all_rows_fit():
+    """The choice's fold fits start from the corrections fitted on all rows: the
+    optimum a cold start reaches, and the all-rows fits are not touched."""
+    from bernonnx.temperature_bernstein import _fit_corrections, _fit_log_odds
+
+    z, y = _logits(n=3000, k=4, scale=2.0, seed=9)
+    z[:, 0] += 2.0
+    w = np.random.default_rng(10).integers(1, 3, len(y)).astype(float)
+    odds = _fit_log_odds(z)
+    fitted = _fit_corrections(BernsteinCalibrator(), odds, y, w)
+    coefs = [cal.coef_.copy() for cal in fitted]
+    train = np.arange(len(y)) % 5 != 0
+    warm = _fit_corrections(BernsteinCalibrator(), odds[train], y[train], w[train], fitted)
+    for k, (cal, all_rows) in enumerate(zip(warm, fitted, strict=True)):
+        assert cal.degree_ == all_rows.degree_
+        assert not hasattr(cal, "_warm_start") and not hasattr(all_rows, "_warm_start")
+        np.testing.assert_array_equal(all_rows.coef_, coefs[k])
+        cold = BernsteinCalibrator(degree=int(all_rows.degree_)).fit(
+            odds[train, k], (y[train] == k).astype(np.int64), sample_weight=w[train]
+        )
+        np.testing.assert_allclose(
+            cal.predict_proba(odds[:, k]), cold.predict_proba(odds[:, k]), atol=1e-8
+        )

@@ -7,7 +7,11 @@ regression whose features are the logits themselves, with an offset. The objecti
 convex (strictly, when every parameter is penalised); it is minimised by a trust-region
 Newton method: exact steps on the full Hessian when it is cheap (``n P^2`` below
 :data:`HESSIAN_BUDGET`, ``P`` parameters), else conjugate-gradient steps (Steihaug) on
-Hessian-vector products, each one pass over the ``n x K`` rows.
+Hessian-vector products, each one pass over the ``n x K`` rows. A penalised matrix
+scaling above :data:`PRECONDITIONED_BUDGET` (structured matrix scaling with many
+classes) takes Newton steps with a line search instead, solved by conjugate gradients
+preconditioned by the Hessian's per-class blocks: a tenth of the Hessian-vector
+products at 20 classes.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ WARM_ROWS = 20_000
 #: Largest ``n * P^2`` (rows times squared parameter count) for which the full Hessian
 #: is formed; above it, conjugate-gradient steps on Hessian-vector products.
 HESSIAN_BUDGET = 4e8
+#: The same for a penalised matrix scaling (strictly convex), whose steps above it are
+#: conjugate gradients preconditioned by the Hessian's per-class blocks: faster than
+#: exact steps from about 10 classes at 10,000 rows (measured on the multiclass study)
+PRECONDITIONED_BUDGET = 1e8
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,70 @@ def _hessian(t: np.ndarray, p: np.ndarray, w: np.ndarray, matrix: bool) -> np.nd
     h_vb = np.diag(np.sum(wp * t, axis=0)) - u.T @ wp
     h_bb = np.diag(wp.sum(axis=0)) - p.T @ wp
     return np.block([[h_vv, h_vb], [h_vb.T, h_bb]])
+
+
+def _class_blocks(tc: np.ndarray, p: np.ndarray, w: np.ndarray, pen: np.ndarray):
+    """The inverses of the Hessian's diagonal blocks of matrix scaling, one per class:
+    ``sum_i w_i p_ij (1 - p_ij) x_i x_i^T`` (``x_i = [t_i, 1]``) plus the penalty's
+    block of that class's row of ``W - I`` and intercept, (K, K + 1, K + 1)."""
+    n, k = tc.shape
+    x = np.column_stack([tc, np.ones(n)])
+    c = w[:, None] * p * (1.0 - p)
+    blocks = np.stack([x.T @ (c[:, j, None] * x) for j in range(k)])
+    index = _class_index(k)
+    blocks += pen[index[:, :, None], index[:, None, :]]
+    return np.linalg.inv(blocks)
+
+
+def _class_index(k: int) -> np.ndarray:
+    """Each class's parameters in ``theta``: its row of ``W - I``, then its intercept."""
+    return np.column_stack([np.arange(k * k).reshape(k, k), k * k + np.arange(k)])
+
+
+def _newton_pcg(fun, hessp, precondition, theta, gtol, scale):
+    """Newton's method with a backtracking line search on a strictly convex objective,
+    each step solved by conjugate gradients preconditioned by ``precondition(theta)``
+    (a function of the residual) to a relative residual that shrinks with the
+    gradient (Dembo, Eisenstat and Steihaug's forcing terms: its square root, then
+    proportional to it, so the convergence is quadratic and the last step lands on the
+    optimum, not merely inside the gradient tolerance). Returns ``(theta, iterations,
+    gradient)``."""
+    f, g = fun(theta)
+    for it in range(MAX_ITER):
+        g_norm = float(np.linalg.norm(g))
+        if g_norm <= gtol:
+            return theta, it, g
+        solve = precondition(theta)
+        eta = min(0.5, np.sqrt(g_norm / scale), 100.0 * g_norm / scale)
+        step = np.zeros_like(theta)
+        r = -g
+        z = solve(r)
+        d = z
+        rz = float(r @ z)
+        for _ in range(theta.size):
+            hd = hessp(theta, d)
+            alpha = rz / float(d @ hd)
+            step = step + alpha * d
+            r = r - alpha * hd
+            if np.linalg.norm(r) <= eta * g_norm:
+                break
+            z = solve(r)
+            rz, rz_old = float(r @ z), rz
+            d = z + (rz / rz_old) * d
+        slope = float(g @ step)
+        length = 1.0
+        while True:
+            f_new, g_new = fun(theta + length * step)
+            # Armijo's decrease, or (at the rounding of the objective) a smaller gradient
+            if f_new <= f + 1e-4 * length * slope or (
+                f_new <= f + 1e-13 * abs(f) and np.linalg.norm(g_new) < g_norm
+            ):
+                break
+            length *= 0.5
+            if length < 1e-12:
+                return theta, it, g
+        theta, f, g = theta + length * step, f_new, g_new
+    return theta, MAX_ITER, g
 
 
 def fit_affine_softmax(
@@ -206,6 +278,27 @@ def fit_affine_softmax(
     # the full Hessian costs n P^2 (P parameters) against about 4 n P for a product
     # with it; below the budget, exact trust-region steps need far fewer passes
     small = n * theta0.size**2 <= HESSIAN_BUDGET
+    # every parameter penalised (the joint form's free scale is not): strictly convex
+    strict = min(penalty.intercept, penalty.diagonal, penalty.off_diagonal) > 0
+    strict = strict and not penalty.free_scale
+    if matrix and strict and n * theta0.size**2 > PRECONDITIONED_BUDGET:
+        # strictly convex: Newton steps by conjugate gradients preconditioned by the
+        # Hessian's per-class blocks, which hold most of its curvature (the classes
+        # couple through -p_ij p_il only)
+        index = _class_index(k)
+
+        def precondition(theta):
+            inverse = _class_blocks(tc, state(theta)[1], w, 2.0 * pen)
+
+            def solve(r):
+                out = np.empty_like(r)
+                out[index] = np.einsum("jab,jb->ja", inverse, r[index])
+                return out
+
+            return solve
+
+        x, nit, jac = _newton_pcg(fun, hessp, precondition, theta0, GTOL * scale, scale)
+        return _result(x, nit, jac, k, matrix, centre)
     with warnings.catch_warnings():
         # trust-ncg says "A bad approximation caused failure to predict improvement"
         # once the objective's changes reach its rounding; the gradient decides below
@@ -218,14 +311,20 @@ def fit_affine_softmax(
             **({} if small else {"hessp": hessp, "method": "trust-ncg"}),
             options={"gtol": GTOL * scale, "maxiter": MAX_ITER},
         )
-    if res.nit >= MAX_ITER:
+    return _result(res.x, res.nit, res.jac, k, matrix, centre)
+
+
+def _result(x, nit, jac, k, matrix, centre):
+    """``(coef, intercept)`` from the centred parameters, with a ConvergenceWarning if
+    the fit ran out of iterations."""
+    if nit >= MAX_ITER:
         warnings.warn(
             f"the {'matrix' if matrix else 'vector'} scaling fit stopped after {MAX_ITER} "
-            f"trust-region iterations with gradient norm {np.linalg.norm(res.jac):.3g}; "
+            f"iterations with gradient norm {np.linalg.norm(jac):.3g}; "
             "the logits may separate the classes (add a penalty)",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    delta, b = _unpack(res.x, k, matrix)
+    delta, b = _unpack(x, k, matrix)
     b = b - (delta @ centre if matrix else delta * centre)
     return delta + (np.eye(k) if matrix else 1.0), b

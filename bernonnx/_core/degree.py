@@ -403,16 +403,18 @@ def fit_degree(
     folds=None,
     choose=one_standard_error_choice,
     search=select_degree,
+    x0=None,
 ):
     """Choose among ``feasible_sets`` (one per candidate degree) and fit.
 
     ``folds`` as in :func:`fold_bins`; ``choose`` maps the fold losses to the
     chosen index; ``search`` is :func:`select_degree` or
-    :func:`select_degree_by_steps`. Returns ``(index, coef, fold_losses)``;
-    ``fold_losses`` is ``None`` for a single candidate.
+    :func:`select_degree_by_steps`; ``x0`` warm-starts the fit of a single
+    candidate. Returns ``(index, coef, fold_losses)``; ``fold_losses`` is
+    ``None`` for a single candidate.
     """
     fold_losses = None
-    index, x0 = 0, None
+    index = 0
     if len(feasible_sets) > 1:
         sums = fold_bins(points, n_folds, folds)
         one_score = points.one_score
