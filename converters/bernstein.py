@@ -16,7 +16,7 @@ Nodes emitted on the float64 score ``s`` (N, 1)::
     logistic, basis="exp" (the default), as predict_proba evaluates it, on (N, 1) rows:
              D     = Clip(s - shift, -min(1e300, 1e100 / scale_below), min(1e300, 1e100 / scale))
              If N < SMALL_BATCH (few nodes; onnxruntime spends ~0.2 us a node on a row):
-               [E, m] = ReduceMin(D * W, axis 0)     W (2, 1, d + 3): E_k = k x or (d - k) x
+               [E, m] = Min(D * W[0], D * W[1])     W (2, d + 3): E_k = k x or (d - k) x
                         (x = -|z|), m = [min(D * -scale, 0), min(D * scale_below, 0)]
                [n, c] = MatMul(Exp(E), [a + coef[0] C(d, k), C(d, k)]),  eta = n / c
                eta    = Gemm(Log(1 - m), [[tail_slope_], [-tail_slope_]], eta)
@@ -187,14 +187,15 @@ def _exp_form(g: GraphWriter, d: str, cal, coef, signs, slope: float) -> str:
     k) x`` (``x = -|z|``), ``eta = sum_k (a_k + c_0 C(d, k)) T_k / sum_k C(d, k)
     T_k``. ``E_k`` is the smaller of ``D (k scale_below)`` and ``D ((d - k)
     (-scale))`` (``D`` the clipped ``s - shift``: one product is ``>= 0``, the other
-    ``<= 0``), so one ``Mul`` into a (2, N, .) tensor and one ``ReduceMin`` give
-    every exponent without a ``Where`` on ``z <= 0`` (on a single row a ``Where``
-    costs three times a product). The same two nodes give the tail's ``min(D *
-    -scale, 0)`` and ``min(D * scale_below, 0)``: ``-|z|`` in one, 0 in the other.
+    ``<= 0``), so two ``Mul`` and one ``Min`` give every exponent without a ``Where``
+    on ``z <= 0`` (on a single row a ``Where`` costs three times a product; a
+    ``Mul`` into a (2, N, .) tensor and a ``ReduceMin`` were slower from 10 rows).
+    The same three nodes give the tail's ``min(D * -scale, 0)`` and ``min(D *
+    scale_below, 0)``: ``-|z|`` in one, 0 in the other.
     Then one ``Exp``, one ``MatMul`` for both sums (``signs`` times the numerator),
     one ``Div``, and the tail ``L = Log(1 - .)`` of those two, added by one
     ``Gemm(L, [[slope], [-slope]], eta)``: ``log(1 + |z|)`` times ``slope`` or
-    ``-slope``, as Python computes it, plus a zero. 10 nodes where Horner takes
+    ``-slope``, as Python computes it, plus a zero. 11 nodes where Horner takes
     ``2d``, but ``d + 1`` exponentials a score. The denominator is at least 1 (its
     ``t^0`` term); both sums add non-negative terms but the ``c_0 C(d, k)``, each off
     by a few roundings of itself, ``E_k`` is one rounding from ``k x`` and ``D`` is
@@ -206,8 +207,11 @@ def _exp_form(g: GraphWriter, d: str, cal, coef, signs, slope: float) -> str:
     scale, scale_below = float(cal.scale_), float(cal.scale_below_)
     slopes = [[*((degree - k) * -scale), -scale, 0.0], [*(k * scale_below), 0.0, scale_below]]
     width = degree + 3 if slope else degree + 1
-    slopes = np.asarray(slopes)[:, None, :width]
-    exponent = g.reduce("ReduceMin", g.node("Mul", [d, g.const("k", slopes)]), 0, 0)
+    slopes = np.asarray(slopes)[:, None, :width]  # two (1, width) rows
+    above, below = (
+        g.node("Mul", [d, g.const(name, w)]) for name, w in zip("ab", slopes, strict=True)
+    )
+    exponent = g.node("Min", [above, below])
     if slope:
         parts = [g.scope.get_unique_variable_name(f"{g.prefix}_{v}") for v in ("e", "neg_abs")]
         g.node(
