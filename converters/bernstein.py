@@ -14,19 +14,23 @@ Nodes emitted on the float64 score ``s`` (N, 1)::
     basis="pow":            B = Pow(u, k) * Pow(v, d - k) * C(d, k)
     eta = Gemm(B, coef - coef[0], coef[0])
     logistic, basis="exp" (the default), as predict_proba evaluates it, on (N, 1) rows:
-             d     = Clip(s - shift, -min(1e300, 1e100 / scale_below), min(1e300, 1e100 / scale))
-             x     = Min(d * -scale, d * scale_below)  (-|z|),  lower = d * -scale >= 0  (z <= 0)
-             If N < SMALL_BATCH (few nodes; onnxruntime spends ~0.3 us a node):
-               T   = Exp(Where(lower, k, d - k) * x)                  (N, d + 1)
-               eta = n / m,  [n, m] = MatMul(T, [a + coef[0] C(d, k), C(d, k)])
+             D     = Clip(s - shift, -min(1e300, 1e100 / scale_below), min(1e300, 1e100 / scale))
+             If N < SMALL_BATCH (few nodes; onnxruntime spends ~0.2 us a node on a row):
+               [E, m] = Min(D * W[0], D * W[1])     W (2, d + 3): E_k = k x or (d - k) x
+                        (x = -|z|), m = [min(D * -scale, 0), min(D * scale_below, 0)]
+               [n, c] = MatMul(Exp(E), [a + coef[0] C(d, k), C(d, k)]),  eta = n / c
+               eta    = Gemm(Log(1 - m), [[tail_slope_], [-tail_slope_]], eta)
              else (Horner, one exponential a row; on flattened (N,) rows):
-               t    = Exp(x),  lead = (1 / (1 + t))^d           (repeated squaring: Mul nodes)
-               eta  = Where(lower, h[0], h[1]) * lead + coef[0],  h = horner(A, t)
-                      A = [a; reversed a] (2, d + 1), a_k = C(d, k) (coef[k] - coef[0]);
-                      horner on the (2, N) pair: d Mul and d Add nodes
-    eta = eta + Log(1 - x) * Where(lower, -tail_slope_, tail_slope_)
-                                  (logistic, when tail_slope_ is not 0; from -|z| in
-                                  the other graphs, as Python computes it)
+               x     = Min(D * -scale, D * scale_below) (-|z|),  lower = D * -scale >= 0
+               t     = Exp(x),  lead = (1 / (1 + t))^d           (repeated squaring: Mul nodes)
+               eta   = Where(lower, h[0], h[1]) * lead + coef[0],  h = horner(A, t)
+                       A = [a; reversed a] (2, d + 1), a_k = C(d, k) (coef[k] - coef[0]);
+                       horner on the (2, N) pair: d Mul and d Add nodes
+               eta   = eta + Log(1 - x) * Where(lower, -tail_slope_, tail_slope_)
+             (each branch times [[-1, 1]] for the pair [-eta, eta]; the tail when
+             tail_slope_ is not 0)
+    other transforms: eta = eta + Log(1 - max(-|z|, -1e100)) * Where(z <= 0, -tail_slope_,
+                                  tail_slope_)  (logistic, when tail_slope_ is not 0)
     p   = Sigmoid(eta) (loss="log")  |  Clip(eta, 0, 1) (loss="squared")
 
 This is the formula ``BernsteinCalibrator.predict_proba`` evaluates (its
@@ -106,13 +110,15 @@ def _uv(g: GraphWriter, s: str, cal) -> tuple[str, str | None]:
     return g.node("Max", [uv, tiny], "uv"), None
 
 
-def _tail(g: GraphWriter, capped: str, lower: str, slope: float) -> str:
+def _tail(g: GraphWriter, capped: str, lower: str, slope: float, shape=(1, 1)) -> str:
     """``tail_slope * sign(z) * log(1 + min(|z|, cap))`` from ``max(-|z|, -cap)`` and
     ``z <= 0``, as ``bernonnx._core.tail.log_tail_into`` computes it: ``log(1 -
-    max(-|z|, -cap))`` times ``-slope`` where ``z <= 0``, ``slope`` elsewhere."""
-    log = g.node("Log", [g.node("Sub", [g.const("one", [[1.0]]), capped])])
+    max(-|z|, -cap))`` times ``-slope`` where ``z <= 0``, ``slope`` elsewhere
+    (constants of ``shape``: (1, 1) for (N, 1) tensors, () for flattened ones)."""
+    log = g.node("Log", [g.node("Sub", [g.const("one", 1.0, shape=shape), capped])])
     factor = g.node(
-        "Where", [lower, g.const("neg_slope", [[-slope]]), g.const("slope", [[slope]])]
+        "Where",
+        [lower, g.const("neg_slope", -slope, shape=shape), g.const("slope", slope, shape=shape)],
     )
     return g.node("Mul", [log, factor])
 
@@ -171,45 +177,89 @@ def _square_and_multiply(g: GraphWriter, x: str, n: int) -> str:
     return g.node("Identity", [out]) if out is not None else g.const("one", 1.0)
 
 
-def _exp_form(g: GraphWriter, x: str, lower: str, coef) -> str:
-    """``eta`` (N, 1) in few nodes, for small batches: the polynomial's terms at once.
+def _exp_form(g: GraphWriter, d: str, cal, coef, signs, slope: float) -> str:
+    """``eta`` with its tail term in few nodes, for small batches: the polynomial's
+    terms at once; ``signs`` times it, (N, 1) or (N, 2) ``[-eta, eta]``.
 
     On the rows with ``z <= 0`` the basis is ``C(d, k) t^k / (1 + t)^d``, and
     ``(1 + t)^d`` is ``sum_k C(d, k) t^k``; on the others it is the same with ``t^(d
-    - k)`` (the mirror image). So with ``T_k = exp(E_k x)``, ``E_k = k`` or ``d - k``
-    (one ``Where``), ``eta = sum_k (a_k + c_0 C(d, k)) T_k / sum_k C(d, k) T_k``: one
-    ``Exp``, one ``MatMul`` for both sums, one ``Div``, 6 nodes where Horner takes
-    ``2d`` and its lead ``(1 / (1 + t))^d`` a few more, but ``d + 1`` exponentials
-    a score. The denominator is at least 1 (its ``t^0`` term); both sums add
-    non-negative terms but the ``c_0 C(d, k)``, each off by a few roundings of
-    itself, and ``x`` is finite (the clip of ``s - shift``), so ``0 * x`` is never
-    ``0 * -inf``: within 1e-13 of Python's ``eta`` up to degree 100 (measured).
+    - k)`` (the mirror image). So with ``T_k = exp(E_k)``, ``E_k = k x`` or ``(d -
+    k) x`` (``x = -|z|``), ``eta = sum_k (a_k + c_0 C(d, k)) T_k / sum_k C(d, k)
+    T_k``. ``E_k`` is the smaller of ``D (k scale_below)`` and ``D ((d - k)
+    (-scale))`` (``D`` the clipped ``s - shift``: one product is ``>= 0``, the other
+    ``<= 0``), so two ``Mul`` and one ``Min`` give every exponent without a ``Where``
+    on ``z <= 0`` (on a single row a ``Where`` costs three times a product; a
+    ``Mul`` into a (2, N, .) tensor and a ``ReduceMin`` were slower from 10 rows).
+    The same three nodes give the tail's ``min(D * -scale, 0)`` and ``min(D *
+    scale_below, 0)``: ``-|z|`` in one, 0 in the other.
+    Then one ``Exp``, one ``MatMul`` for both sums (``signs`` times the numerator),
+    one ``Div``, and the tail ``L = Log(1 - .)`` of those two, added by one
+    ``Gemm(L, [[slope], [-slope]], eta)``: ``log(1 + |z|)`` times ``slope`` or
+    ``-slope``, as Python computes it, plus a zero. 11 nodes where Horner takes
+    ``2d``, but ``d + 1`` exponentials a score. The denominator is at least 1 (its
+    ``t^0`` term); both sums add non-negative terms but the ``c_0 C(d, k)``, each off
+    by a few roundings of itself, ``E_k`` is one rounding from ``k x`` and ``D`` is
+    finite (the clip), so no product is ``0 * inf``: within 1e-13 of Python's
+    ``eta`` up to degree 100 (measured).
     """
     degree = coef.shape[0] - 1
-    k = np.arange(degree + 1, dtype=np.float64)[None, :]
-    exponent = g.node("Where", [lower, g.const("k", k), g.const("dk", degree - k)])
-    terms = g.node("Exp", [g.node("Mul", [exponent, x])])
+    k = np.arange(degree + 1, dtype=np.float64)
+    scale, scale_below = float(cal.scale_), float(cal.scale_below_)
+    slopes = [[*((degree - k) * -scale), -scale, 0.0], [*(k * scale_below), 0.0, scale_below]]
+    width = degree + 3 if slope else degree + 1
+    slopes = np.asarray(slopes)[:, None, :width]  # two (1, width) rows
+    above, below = (
+        g.node("Mul", [d, g.const(name, w)]) for name, w in zip("ab", slopes, strict=True)
+    )
+    exponent = g.node("Min", [above, below])
+    if slope:
+        parts = [g.scope.get_unique_variable_name(f"{g.prefix}_{v}") for v in ("e", "neg_abs")]
+        g.node(
+            "Split",
+            [exponent, g.const("parts", [degree + 1, 2], TensorProto.INT64)],
+            outputs=parts,
+            axis=1,
+        )
+        exponent, tail = parts
+    terms = g.node("Exp", [exponent])
     binom = binomial_row(degree)
-    sums = np.stack([rise_pair(coef)[0] + coef[0] * binom, binom], axis=1)
+    num = rise_pair(coef)[0] + coef[0] * binom
+    sums = np.hstack([num[:, None] * np.asarray(signs, dtype=np.float64), binom[:, None]])
     both = g.node("MatMul", [terms, g.const("sums", sums)])
     num, den = (g.scope.get_unique_variable_name(f"{g.prefix}_{v}") for v in ("num", "den"))
     g.node(
-        "Split", [both, g.const("halves", [1, 1], TensorProto.INT64)], outputs=[num, den], axis=1
+        "Split",
+        [both, g.const("halves", [len(signs), 1], TensorProto.INT64)],
+        outputs=[num, den],
+        axis=1,
     )
-    return g.node("Div", [num, den])
+    eta = g.node("Div", [num, den])
+    if not slope:
+        return eta
+    logs = g.node("Log", [g.node("Sub", [g.const("one", [[1.0]]), tail])])
+    weights = np.array([[slope], [-slope]]) * np.asarray([signs])
+    return g.node("Gemm", [logs, g.const("tail_slopes", weights), eta], "eta_tail")
 
 
-def _horner_form(g: GraphWriter, x: str, lower: str, coef) -> str:
-    """``eta`` (N, 1) as ``bernonnx._core.basis.logistic_eta_blocks`` computes it,
-    node for node: ``t = exp(-|z|)``, ``lead = (1 / (1 + t))^d`` by repeated
+def _horner_form(g: GraphWriter, d: str, cal, coef, signs, slope: float) -> str:
+    """``eta`` with its tail term as ``bernonnx._core.basis.logistic_eta_blocks`` and
+    ``bernonnx._core.tail.log_tail_into`` compute them, node for node; ``signs``
+    times it, (N, 1) or (N, 2) ``[-eta, eta]``.
+
+    ``-|z|`` and ``z <= 0`` as ``bernonnx._core.transforms.logistic_neg_abs_z_into``
+    computes them, ``t = exp(-|z|)``, ``lead = (1 / (1 + t))^d`` by repeated
     squaring, ``t`` flushed below 1e-120, and ``sum_k a_k t^k`` by Horner, ``a`` the
     rises times ``C(d, k)`` for rows with ``z <= 0`` and the same reversed for the
     others, both sums in one (2, N) tensor (half the nodes of two chains). On
     flattened (N,) rows: on (N, 1) tensors onnxruntime broadcasts a (2, 1) constant
     as N spans of one element, up to 30 times slower per node (measured)."""
     flat = g.const("flat", [-1], TensorProto.INT64)
-    t = g.node("Exp", [g.node("Reshape", [x, flat])], "t")
-    lower = g.node("Reshape", [lower, flat])
+    d = g.node("Reshape", [d, flat])
+    above = g.node("Mul", [d, g.const("neg_scale", -float(cal.scale_))])
+    below = g.node("Mul", [d, g.const("scale_below", float(cal.scale_below_))])
+    lower = g.node("GreaterOrEqual", [above, g.const("zero", 0.0)])
+    x = g.node("Min", [above, below])
+    t = g.node("Exp", [x], "t")
     big = g.node("Reciprocal", [g.node("Add", [t, g.const("one", 1.0)])])
     # below 1e-120 t contributes nothing visible, and Python flushes it to keep
     # Horner's products out of the subnormals
@@ -227,7 +277,15 @@ def _horner_form(g: GraphWriter, x: str, lower: str, coef) -> str:
     # Sum, not Add: onnxruntime drops x + c for a c that float32 rounds to 0, and the
     # rewrites of GraphWriter.node do not reach into a subgraph
     eta = g.node("Sum", [poly, g.const("c0", coef[0])])
-    return g.node("Reshape", [eta, g.const("column", [-1, 1], TensorProto.INT64)])
+    if slope:
+        eta = g.node("Add", [eta, _tail(g, x, lower, slope, shape=())], "eta_tail")
+    eta = g.node("Reshape", [eta, g.const("column", [-1, 1], TensorProto.INT64)])
+    if len(signs) == 1:
+        return eta
+    # [-eta, eta]: a product by 1 and -1 is exact; a MatMul over one column, since
+    # onnxruntime's Mul broadcasts an (N, 1) by a (1, 2) row by row, 8 times slower
+    # (measured at 100,000 rows)
+    return g.node("MatMul", [eta, g.const("signs", [signs])])
 
 
 #: Batches of fewer rows take :func:`_exp_form` (few nodes: onnxruntime spends about
@@ -237,15 +295,18 @@ def _horner_form(g: GraphWriter, x: str, lower: str, coef) -> str:
 SMALL_BATCH = 100
 
 
-def _logistic_eta(g: GraphWriter, s: str, cal) -> str:
-    """``eta`` (N, 1) of the logistic transform as ``predict_proba`` computes it.
+def _logistic_eta(g: GraphWriter, s: str, cal, pair: bool = False) -> str:
+    """``eta`` plus the tail term, (N, 1), or ``[-eta, eta]`` (N, 2) with ``pair``, of
+    the logistic transform as ``predict_proba`` computes it.
 
-    ``bernonnx._core.transforms.logistic_neg_abs_z_into`` (``-|z|`` and ``z <=
-    0``), ``t = exp(-|z|)`` (one ``Exp`` per score), then the polynomial, by
+    ``D`` = the clipped ``s - shift``, then the polynomial and the tail term, by
     :func:`_exp_form` on batches of fewer than :data:`SMALL_BATCH` rows and by
-    :func:`_horner_form` on the others (an ``If`` on the row count), and the tail
-    term. Constants are (1, 1): onnxruntime broadcasts a scalar over an (N, 1)
-    tensor N spans of one element at a time, up to 80 times slower (measured).
+    :func:`_horner_form` on the others: an ``If`` on the row count, each branch
+    reading ``D`` alone. The branch computes ``-|z|`` and the tail itself, so that
+    the one a single row takes has no ``Where`` (on one row a ``Where`` costs three
+    times a product) and the other works on flattened rows (on (N, 1) tensors
+    onnxruntime broadcasts a scalar N spans of one element at a time, up to 80 times
+    slower: measured).
 
     One shortcut: ``s - shift`` is clipped where ``|z|`` reaches the tail's cap
     (1e100) rather than at 1e300 and then ``-|z|`` at ``-1e100`` (one node fewer):
@@ -257,27 +318,20 @@ def _logistic_eta(g: GraphWriter, s: str, cal) -> str:
     with np.errstate(divide="ignore", over="ignore"):
         top = min(MAX_DIFF, TAIL_CAP / scale) if scale > 0 else MAX_DIFF
         bottom = min(MAX_DIFF, TAIL_CAP / scale_below) if scale_below > 0 else MAX_DIFF
-    diff = g.node("Clip", [diff, g.const("neg_max", -bottom), g.const("max", top)])
-    # -|z| = min(d * -scale, d * scale_below), and z <= 0 where the first is >= 0
-    above = g.node("Mul", [diff, g.const("neg_scale", [[-scale]])])
-    below = g.node("Mul", [diff, g.const("scale_below", [[scale_below]])])
-    lower = g.node("GreaterOrEqual", [above, g.const("zero", [[0.0]])])
-    neg_abs_z = g.node("Min", [above, below])
+    d = g.node("Clip", [diff, g.const("neg_max", -bottom), g.const("max", top)])
     coef = np.asarray(cal.coef_, dtype=np.float64)
-    # the row count of -|z|, the deepest tensor the branches read: skl2onnx orders
+    signs = [-1.0, 1.0] if pair else [1.0]
+    # the row count of d, the deepest tensor the branches read: skl2onnx orders
     # nodes by their inputs' depth and cannot see what a subgraph reads
-    rows = g.node("Size", [neg_abs_z])
+    rows = g.node("Size", [d])
     small = g.node("Less", [rows, g.const("small_batch", SMALL_BATCH, TensorProto.INT64)])
-    eta = g.if_else(
-        small,
-        lambda body: _exp_form(body, neg_abs_z, lower, coef),
-        lambda body: _horner_form(body, neg_abs_z, lower, coef),
-        shape=[None, 1],
-    )
     slope = float(getattr(cal, "tail_slope_", 0.0))
-    if slope:
-        eta = g.node("Add", [eta, _tail(g, neg_abs_z, lower, slope)], "eta_tail")
-    return eta
+    return g.if_else(
+        small,
+        lambda body: _exp_form(body, d, cal, coef, signs, slope),
+        lambda body: _horner_form(body, d, cal, coef, signs, slope),
+        shape=[None, len(signs)],
+    )
 
 
 def emit_bernstein(
@@ -311,12 +365,10 @@ def emit_bernstein(
         zero = g.const("zero", 0.0)
         eta = g.node("Add", [g.node("Clip", [scores, zero, zero]), g.const("c0", c0[None, :])])
     elif basis == "exp" and cal.score_transform == "logistic":
-        eta = _logistic_eta(g, scores, cal)
-        if pair:
-            # [-eta, eta] for the sigmoid; [1 - eta, eta] for the clip (negation is exact)
-            eta = g.node("Mul", [eta, g.const("pm", [[-1.0, 1.0]])])
-            if cal.loss != "log":
-                eta = g.node("Add", [eta, g.const("one_zero", [[1.0, 0.0]])])
+        # [-eta, eta] for the sigmoid; [1 - eta, eta] for the clip (negation is exact)
+        eta = _logistic_eta(g, scores, cal, pair)
+        if pair and cal.loss != "log":
+            eta = g.node("Add", [eta, g.const("one_zero", [[1.0, 0.0]])])
     else:
         uv, z = _uv(g, scores, cal)
         b = _basis(g, uv, degree, basis)

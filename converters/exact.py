@@ -19,7 +19,7 @@ Final classifiers (behind ``BernonnxRawScores``, see ``converters/base_scores.py
 each emitting float64 scores::
 
     linear (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Perceptron)
-            Cast -> MatMul(coef.T) -> Add(intercept)   [expit / softmax for proba]
+            Cast -> Gemm(coef.T, intercept)   [expit / softmax for proba]
     GaussianNB   joint log-likelihood: Sub(theta) -> Mul -> Div(var) -> ReduceSum,
                  then scikit-learn's logsumexp for probabilities
     MLPClassifier  MatMul/Add per layer, Relu/Tanh/expit, expit or softmax

@@ -209,6 +209,24 @@ def _corrupt(onx, where):
         values = onnx.numpy_helper.to_array(init)
         init.CopyFrom(onnx.numpy_helper.from_array(values * 1.5 + 0.25, init.name))
         return copy
+    # the calibrator's weights inside an If's branches (the default's two forms of the
+    # polynomial): one weight in each branch, whichever the batch takes
+    branches = [
+        attribute.g
+        for node in graph.node
+        if node.op_type == "If" and where == "calibrator"
+        for attribute in node.attribute
+    ]
+    for branch in branches:
+        init = next(
+            i
+            for i in branch.initializer
+            if i.data_type == onnx.TensorProto.DOUBLE and onnx.numpy_helper.to_array(i).size >= 2
+        )
+        values = onnx.numpy_helper.to_array(init)
+        init.CopyFrom(onnx.numpy_helper.from_array(values * 1.5 + 0.25, init.name))
+    if branches:
+        return copy
     # base models whose weights are node attributes (ai.onnx.ml LinearClassifier)
     for node in graph.node:
         if set(node.output) & upstream and where == "base model":
