@@ -414,3 +414,31 @@ def test_log_loss_split_temperature_misses_a_multiclass_prior_shift():
     assert parts["calibration"] < 0.5 * gap
     affine = log_loss_decomposition(y, P, method="affine")
     assert affine["bias"].shape == (3,) and affine["calibration"] >= 0.9 * gap
+
+
+@pytest.mark.parametrize("sigma", [1.0, 0.1, 0.01, 0.004])
+def test_kept_grid_spectrum_smooths_as_fftconvolve(sigma):
+    # the bandwidth search reuses the mirrored grid's FFT; every smoothed value must be
+    # bit for bit scipy.signal.fftconvolve's on the mirrored grid (the computation it
+    # replaced), at the default grid (sigma >= 0.01) and at a finer one
+    from scipy.signal import fftconvolve
+
+    from bernonnx.metrics.smooth import _Grid
+
+    rng = np.random.default_rng(31)
+    p = rng.uniform(size=3000) ** 1.5
+    y = rng.uniform(size=p.size) < p**1.2
+    w = rng.integers(0, 3, size=p.size).astype(np.float64)
+    grid = _Grid(p, np.column_stack([w * (p - y), w]))
+    x = np.linspace(0.0, 1.0, 301)
+    grid.smooth(0.5, x)  # the kept spectrum of the default grid is reused below
+    m = max(2000, round(20 / sigma)) // 2 + 1
+    sums = grid.sums(m)
+    t = np.linspace(0.0, 1.0, m)
+    kernel = np.exp(-(t - 0.5) * (t - 0.5) / (2 * sigma**2)) / (np.sqrt(2 * np.pi) * sigma)
+    extended = np.concatenate([sums[::-1][:-1], sums, sums[::-1][1:]])
+    smoothed = fftconvolve(extended, kernel[:, None], mode="valid", axes=0)[m // 2 : m // 2 + m]
+    index = (x * (m - 1)).astype(np.int64).clip(0, m - 2)
+    residual = (x - index / (m - 1)) * (m - 1)
+    expected = smoothed[index] * (1 - residual[:, None]) + smoothed[index + 1] * residual[:, None]
+    np.testing.assert_array_equal(grid.smooth(sigma, x), expected)

@@ -263,16 +263,33 @@ def genhlth():
     return split(X, y), numeric, categorical
 
 
+@pytest.fixture(scope="module")
+def frozen_pipeline(genhlth):
+    """``model -> (frozen pipeline, the input its scores are)``, each fitted once per
+    module: the four scalings calibrate the same frozen pipeline (FrozenEstimator never
+    refits it, and no test changes it), and the kind of its scores, which the default
+    calibrator's fit tells, is the same for all four."""
+    (X_tr, y_tr, X_cal, y_cal, _, _), numeric, categorical = genhlth
+    fitted = {}
+
+    def get(model):
+        if model not in fitted:
+            pipe = make_pipeline("standard", model, numeric, categorical).fit(X_tr, y_tr)
+            frozen = FrozenEstimator(pipe)
+            fitted[model] = frozen, _kind(frozen, X_cal, y_cal)
+        return fitted[model]
+
+    return get
+
+
 @pytest.mark.parametrize("model", ["LogisticRegression", "GaussianNB"])
 @pytest.mark.parametrize("cal", SCALINGS, ids=IDS)
-def test_real_data_parity_in_a_pipeline(genhlth, cal, model):
+def test_real_data_parity_in_a_pipeline(genhlth, frozen_pipeline, cal, model):
     """A ColumnTransformer pipeline on the frame as read (int64 and float64 columns,
     a one-hot category), frozen, calibrated on its own kind of scores; one float64
     graph equals Python on every test row."""
-    (X_tr, y_tr, X_cal, y_cal, X_test, _), numeric, categorical = genhlth
-    pipe = make_pipeline("standard", model, numeric, categorical).fit(X_tr, y_tr)
-    frozen = FrozenEstimator(pipe)
-    kind = _kind(frozen, X_cal, y_cal)
+    (_, _, X_cal, y_cal, X_test, _), _, _ = genhlth
+    frozen, kind = frozen_pipeline(model)
     clf = CalibratedClassifier(frozen, clone(cal).set_params(input=kind)).fit(X_cal, y_cal)
     onx = to_onnx(clf, X_test[:5], dtype=np.float64)
     assert_parity(clf, onx, X_test, tol=1e-9)

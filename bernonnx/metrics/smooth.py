@@ -21,7 +21,7 @@ import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.signal import fftconvolve
+from scipy.fft import irfftn, next_fast_len, rfftn
 
 from ._inputs import PosLabel, _check_inputs, _Checked
 
@@ -52,6 +52,7 @@ class _Grid:
         self.p = p
         self.values = values  # (n_rows, n_series): each column is smoothed separately
         self._sums: dict[int, np.ndarray] = {}
+        self._spectra: dict[int, tuple[int, np.ndarray]] = {}
 
     def sums(self, m: int) -> np.ndarray:
         if m not in self._sums:
@@ -65,17 +66,31 @@ class _Grid:
             self._sums[m] = grid
         return self._sums[m]
 
+    def spectrum(self, m: int) -> tuple[int, np.ndarray]:
+        """(FFT length, real FFT of the mirrored grid): the kernel's half of the
+        convolution, which changes with ``sigma``, is all that a bandwidth search redoes."""
+        if m not in self._spectra:
+            grid = self.sums(m)
+            # mirror images at both ends, so no mass leaks out of [0, 1]
+            extended = np.concatenate([grid[::-1][:-1], grid, grid[::-1][1:]])
+            # scipy.signal.fftconvolve's length: the full convolution, made FFT-friendly
+            length = next_fast_len(extended.shape[0] + m - 1, True)
+            self._spectra[m] = length, rfftn(extended, [length], axes=[0])
+        return self._spectra[m]
+
     def smooth(self, sigma: float, x: np.ndarray) -> np.ndarray:
         """The reflected Gaussian smoothing of every column, read at ``x``."""
         # relplot's GaussianKernel.apply: the grid is finer for narrower kernels
         m = max(2000, round(20 / sigma)) // 2 + 1
-        grid = self.sums(m)
         t = np.linspace(0.0, 1.0, m)
         kernel = np.exp(-(t - 0.5) * (t - 0.5) / (2 * sigma**2)) / (np.sqrt(2 * np.pi) * sigma)
-        # mirror images at both ends, so no mass leaks out of [0, 1]
-        extended = np.concatenate([grid[::-1][:-1], grid, grid[::-1][1:]])
-        full = fftconvolve(extended, kernel[:, None], mode="valid", axes=0)
-        smoothed = full[m // 2 : m // 2 + m]
+        # scipy.signal.fftconvolve(extended, kernel[:, None], mode="valid", axes=0), the
+        # same FFTs in the same order, with the mirrored grid's transform kept per m: the
+        # "valid" part starts at row m - 1 of the full convolution
+        length, spectrum = self.spectrum(m)
+        kernel_spectrum = rfftn(kernel[:, None], [length], axes=[0])
+        full = irfftn(spectrum * kernel_spectrum, [length], axes=[0])
+        smoothed = full[m - 1 + m // 2 : m - 1 + m // 2 + m]
         # linear interpolation between grid points (relplot.kernels.interpolate)
         index = (x * (m - 1)).astype(np.int64).clip(0, m - 2)
         residual = (x - index / (m - 1)) * (m - 1)
