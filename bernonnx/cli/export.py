@@ -192,11 +192,7 @@ def _fit_labelled(method, S: np.ndarray, labels, args):
         )
         counted = f"{len(classes)} classes"
     else:
-        if method.kind == "1d" and S.shape[1] > 1:
-            raise InputError(
-                f"method {method.name!r} calibrates one score column but {S.shape[1]} were "
-                "given; pass one --score, or a multivariate or multiclass method"
-            )
+        _check_scores(method, S.shape[1], "a multivariate or multiclass method")
         y, positive = _binary_target(labels, args.label, args.pos_label)
         described = f"positive label {positive!r} is class 1"
         counted = f"{int(y.sum())} positive"
@@ -226,7 +222,7 @@ def _fit_streamed_export(method, args, progress: _Progress):
     """:func:`_fit_in_memory` in passes over a Parquet file: the scores returned are a
     sample (``_stream.SAMPLE_ROWS``, the extremes included)."""
     _refuse_unstreamable(method, args)  # first: a multiclass method reads several columns
-    _check_scores(method, args.score)
+    _check_scores(method, len(args.score))
     if not _bounded(method):
         progress.note(_UNBOUNDED.format(method.name), always=True)
     scanned = _scan(args, progress)
@@ -251,11 +247,13 @@ def _float32_holds(S: np.ndarray) -> bool:
         return bool(np.array_equal(S.astype(np.float32).astype(np.float64), S))
 
 
-def _check_scores(method, scores) -> None:
-    if method.kind == "1d" and len(scores) > 1:
+def _check_scores(method, n_scores: int, instead: str = "a multivariate method") -> None:
+    """An :class:`InputError` when a one-score method is given several score columns,
+    naming what takes them (``instead``: where a multiclass method could, too)."""
+    if method.kind == "1d" and n_scores > 1:
         raise InputError(
-            f"method {method.name!r} calibrates one score column but {len(scores)} were "
-            "given; pass one --score, or a multivariate method"
+            f"method {method.name!r} calibrates one score column but {n_scores} were "
+            f"given; pass one --score, or {instead}"
         )
 
 
