@@ -43,6 +43,9 @@ from bernonnx.deploy import run_onnx
 from bernonnx.export import onnx_inputs, to_onnx
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the xdist worker of the serving modules: javac once, and tests/_serving.py's graphs
+#: (cached per process) fitted once for the C, web, mobile and Java tests
+pytestmark = pytest.mark.xdist_group("serving")
 EXAMPLE = ROOT / "examples" / "serve_java"
 SOURCES = ["OrtApi.java", "Serve.java"]
 MAVEN_JNA = Path.home() / ".m2" / "repository" / "net" / "java" / "dev" / "jna" / "jna"
@@ -392,7 +395,6 @@ def test_quickstart_script(program, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("serving")
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_program_serves_every_serving_graph(name, program, tmp_path):
     """tests/_serving.py's graphs (per-column inputs, strings, booleans, XGBoost): the
