@@ -322,6 +322,7 @@ def test_errors_name_the_path_or_name(program, tmp_path):
         done = program(*args, check=False, env=env)
         assert done.returncode == code, (done.returncode, done.stderr)  # no crash, no trace
         assert "Exception" not in done.stderr
+        assert code == 2 or done.stderr.count("\n") == 1  # an error is one line
         return done.stderr
 
     assert "usage:" in error(model, code=2)

@@ -148,8 +148,9 @@ final class OrtApi {
     try {
       lib = NativeLibrary.getInstance(path);
     } catch (UnsatisfiedLinkError e) {
+      // JNA's message lists each place it tried, one per line: one line here
       throw new Error("cannot load onnxruntime from '" + library + "' (set ONNXRUNTIME_LIB): "
-          + e.getMessage());
+          + String.join("; ", e.getMessage().split("\\R")));
     }
     Function getApiBase;
     try {
