@@ -166,8 +166,8 @@ def quick_case(name: str) -> dict:
     return out
 
 
-QUICK = ["default_magic_f64", "default_magic_f32", "default_diabetes_f64", "venn_magic_f64",
-         "venn_magic_f32", "venn_diabetes_f64"]  # fmt: skip
+QUICK = ["default_magic_f64", "default_magic_f32", "default_diabetes_f64", "default_diabetes_f32",
+         "venn_magic_f64", "venn_magic_f32", "venn_diabetes_f64"]  # fmt: skip
 
 
 def _serve_quick(name, program, tmp_path, *options):
