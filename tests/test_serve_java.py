@@ -369,6 +369,7 @@ def test_errors_name_the_path_or_name(program, tmp_path):
     )
 
 
+@pytest.mark.slow  # a second javac
 def test_quickstart_script(program, tmp_path):
     """examples/serve_java/quickstart.sh as the docs show it, from a copy of the folder:
     it builds with javac and finds the wheel's library itself."""
