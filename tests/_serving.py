@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,7 @@ from bernonnx.datasets import load_credit_default
 from bernonnx.deploy import run_onnx
 from bernonnx.export import onnx_inputs, to_onnx
 
+ROOT = Path(__file__).resolve().parents[1]
 #: rows fitted (base model and calibrators, 5 folds) and rows served, per case
 FIT_ROWS, TEST_ROWS = 3000, 1500
 
@@ -43,6 +45,29 @@ def needs(missing: str | None) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI must run this test, but {missing}")
     pytest.skip(missing)
+
+
+def header_folder() -> Path | None:
+    """onnxruntime_c_api.h's folder: $ONNXRUNTIME_INCLUDE, build/onnxruntime, /usr/include
+    (``sh examples/serve_c/get_headers.sh build/onnxruntime`` fetches it)."""
+    candidates = [
+        os.environ.get("ONNXRUNTIME_INCLUDE", ""),
+        ROOT / "build" / "onnxruntime" / "include" / "onnxruntime",
+        "/usr/include/onnxruntime",
+    ]
+    for folder in candidates:
+        if folder and (Path(folder) / "onnxruntime_cxx_api.h").is_file():
+            return Path(folder)
+    return None
+
+
+def wheel_library() -> Path:
+    """The libonnxruntime.so.* inside the onnxruntime wheel, which Python's API loads."""
+    import onnxruntime
+
+    found = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
+    assert found, "the onnxruntime wheel ships no libonnxruntime.so.*"
+    return found[0]
 
 
 @dataclass

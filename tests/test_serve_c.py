@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 import pytest
 from _parity import PROMISED
-from _serving import CASE_NAMES, case, needs, read_output_csv
+from _serving import CASE_NAMES, case, header_folder, needs, read_output_csv, wheel_library
 from onnx import TensorProto, helper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,28 +29,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serving")]
 EXAMPLE = ROOT / "examples" / "serve_c"
 HINT = "sh examples/serve_c/get_headers.sh build/onnxruntime"
 PROGRAMS = ["serve_c", "serve_cpp"]
-
-
-def header_folder() -> Path | None:
-    """onnxruntime_c_api.h's folder: $ONNXRUNTIME_INCLUDE, build/onnxruntime, /usr/include."""
-    candidates = [
-        os.environ.get("ONNXRUNTIME_INCLUDE", ""),
-        ROOT / "build" / "onnxruntime" / "include" / "onnxruntime",
-        "/usr/include/onnxruntime",
-    ]
-    for folder in candidates:
-        if folder and (Path(folder) / "onnxruntime_cxx_api.h").is_file():
-            return Path(folder)
-    return None
-
-
-def wheel_library() -> Path:
-    """The libonnxruntime.so.* inside the onnxruntime wheel, which Python's API loads."""
-    import onnxruntime
-
-    found = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
-    assert found, "the onnxruntime wheel ships no libonnxruntime.so.*"
-    return found[0]
 
 
 @pytest.fixture(scope="module")
