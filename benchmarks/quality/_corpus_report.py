@@ -169,6 +169,24 @@ def verdict(stats_list, o, field, peers, metrics_):
     return fails
 
 
+def choose_rule(stats_list, field, peers):
+    """Tuning tables only: the rule with the fewest losses beyond 2 SE against ``peers``
+    (log loss), then the fewest beyond 3 SE, then the largest smallest win count against
+    a peer, then the best mean rank in the field. Returns (rule, markdown table)."""
+    rows = []
+    for v in rules.RULES:
+        hs = [h2h(stats_list, v, p) for p in peers]
+        rank = ranks(stats_list, [*field, v])[v]
+        l2, l3 = sum(h["l2"] for h in hs), sum(h["l3"] for h in hs)
+        rows.append((l2, l3, -min(h["wins"] for h in hs), rank, v))
+    rows.sort()
+    n = len(stats_list)
+    table = ["| rule | losses > 2 SE vs the peers | > 3 SE | fewest wins vs a peer | "
+             "mean rank |", "|---|---|---|---|---|"]  # fmt: skip
+    table += [f"| {v} | {a} | {b} | {-c} / {n} | {d:.2f} |" for a, b, c, d, v in rows]
+    return rows[0][4], "\n".join(table)
+
+
 def render(fits, args):
     from corpus_study import ISSUE_MODELS, MC_MODELS
 
@@ -194,8 +212,10 @@ def render(fits, args):
         field = B_FIELD if binary else M_FIELD
         peers = B_TARGET_PEERS if binary else M_TARGET_PEERS
         models = ISSUE_MODELS if binary else MC_MODELS
-        extras = rules.REPORTED if binary else ()
-        ours = ("default", *extras)
+        chosen = None
+        if binary:
+            tune = [stats[(t, m)] for t in ct.BINARY_TUNING for m in models if (t, m) in stats]
+            chosen, choice_table = choose_rule(tune, field, peers)
         metrics_ = ("log loss",) if binary else ("log loss", "smooth ECE")
         split = {
             "tuning": ct.BINARY_TUNING if binary else ct.MULTICLASS_TUNING,
@@ -203,7 +223,15 @@ def render(fits, args):
         }
         lines += [f"## {kind.capitalize()}", ""]
         if binary:
-            lines += [rules.DESCRIPTION, ""]
+            lines += [
+                rules.DESCRIPTION,
+                "",
+                "Choice of the rule, on the tuning tables only "
+                f"(`_corpus_report.choose_rule`): **{chosen}**.",
+                "",
+                choice_table,
+                "",
+            ]
         for part, tables in split.items():
             if part not in args.parts:
                 continue
@@ -211,6 +239,9 @@ def render(fits, args):
             sl = [stats[k] for k in keys]
             if not sl:
                 continue
+            # every rule on the tuning tables; on the reporting tables only the chosen one
+            extras = () if not binary else rules.RULES if part == "tuning" else (chosen,)
+            ours = ("default",) if not binary else ("default", chosen)
             lines += [f"### {kind.capitalize()}, {part} tables ({len(sl)} cases)", ""]
             for o in ours:
                 fails = verdict(sl, o, field, peers, metrics_)
