@@ -47,6 +47,9 @@ def stats_of(fits, kind, args):
         methods = list(per_seed[0][0])
         seeds = [(row_losses(p, y), p, y) for p, _, y, _ in per_seed]
         st = case_stats(name, seeds, methods, args.n_boot)
+        st["reorders"] = {
+            k[9:] for _, _, _, info in per_seed for k in info if k[:9] == "reorders:"
+        }
         if kind == "multiclass":  # top-label smooth ECE (the slow part): first seed only
             from corpus_study import LIB_HASH
 
@@ -70,10 +73,13 @@ def h2h(stats_list, a, b, metric="log loss"):
     if g.size == 0:
         return {"wins": 0, "n": 0, "l2": 0, "l3": 0, "mean": np.nan}
     tie = 1e-12
+    reorders = np.array([b in s.get("reorders", ()) for s in stats_list])
+    l2 = (g[:, 0] > 2 * g[:, 1]) & (g[:, 0] > tie)
     return {
         "wins": int(np.sum(g[:, 0] < -tie)),
         "n": len(g),
-        "l2": int(np.sum((g[:, 0] > 2 * g[:, 1]) & (g[:, 0] > tie))),
+        "l2": int(np.sum(l2)),
+        "l2r": int(np.sum(l2 & reorders)),
         "l3": int(np.sum((g[:, 0] > 3 * g[:, 1]) & (g[:, 0] > tie))),
         "mean": g[:, 0].mean(),
     }
@@ -151,7 +157,10 @@ def loss_list(stats, keys, o, peers, metric="log loss"):
         for p in peers:
             g, se = gap(stats[key], o, p, metric)
             if g > 2 * se and g > 1e-12:
-                found.append(f"{' '.join(key)} vs {p}: {fmt_gap(g, metric)} ({g / se:.1f} SE)")
+                mark = "*" if p in stats[key].get("reorders", ()) else ""
+                found.append(
+                    f"{' '.join(key)} vs {p}{mark}: {fmt_gap(g, metric)} ({g / se:.1f} SE)"
+                )
     return "; ".join(found) if found else "none"
 
 
@@ -165,7 +174,8 @@ def verdict(stats_list, o, field, peers, metrics_):
             if metric == "log loss" and h["wins"] < 0.6 * h["n"]:
                 fails.append(f"wins {h['wins']}/{h['n']} vs {p}")
             if h["l2"] > 0.05 * h["n"] or h["l3"]:
-                fails.append(f"{h['l2']} > 2 SE ({h['l3']} > 3 SE) vs {p} ({metric})")
+                r = f", {h['l2r']} where {p} reorders the rows" if h["l2r"] else ""
+                fails.append(f"{h['l2']} > 2 SE ({h['l3']} > 3 SE{r}) vs {p} ({metric})")
     return fails
 
 
@@ -185,6 +195,24 @@ def choose_rule(stats_list, field, peers):
              "mean rank |", "|---|---|---|---|---|"]  # fmt: skip
     table += [f"| {v} | {a} | {b} | {-c} / {n} | {d:.2f} |" for a, b, c, d, v in rows]
     return rows[0][4], "\n".join(table)
+
+
+def time_table(fits, kind, methods):
+    """Median fit seconds over every fit of ``kind`` (under the load the header gives)."""
+    secs = {m: [] for m in methods}
+    for (k, _, _), per_seed in fits.items():
+        if k == kind:
+            for _, seconds, _, _ in per_seed:
+                for m in methods:
+                    if m in seconds:
+                        secs[m].append(seconds[m])
+    base = np.median(secs["default"])
+    lines = ["| method | median fit seconds | / default's |", "|---|---|---|"]
+    for m in methods:
+        if secs[m]:
+            med = np.median(secs[m])
+            lines.append(f"| {m} | {med:.4f} | {med / base:.2f} |")
+    return "\n".join(lines)
 
 
 def render(fits, args):
@@ -257,6 +285,16 @@ def render(fits, args):
             lines += [per_table(stats, tables, models, field, ours, peers), ""]
             for o in ours:
                 for metric in metrics_:
-                    lines += [f"Losses beyond 2 SE of {o} ({metric}): "
+                    lines += [f"Losses beyond 2 SE of {o} ({metric}; `*`: the peer's map "
+                              "is not monotone on that case's test rows: it reorders at least one "
+                              "pair, which no strictly increasing calibrator can do): "
                               f"{loss_list(stats, keys, o, peers, metric)}.", ""]  # fmt: skip
+        timed = [m for m in field if m != "uncalibrated" and not m.startswith("sklearn")]
+        timed += [chosen] if chosen else []
+        lines += [f"### {kind.capitalize()} fit times", "",
+                  "Wall-clock seconds of one calibrator fit and prediction on the capped "
+                  "rows (every case, every seed), on the shared machine under the load "
+                  "given above: compare within this table only. A rule's time is the "
+                  "sum of its members' fold and full fits.", "",
+                  time_table(fits, kind, timed), ""]  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -296,6 +296,13 @@ def one_fit(table, model, seed, args):
     if binary and "default" in probs:
         # the default on cached scores is CalibratedClassifier's default as a user fits it
         np.testing.assert_allclose(probs["default"], b["p_default_cc"], rtol=0, atol=1e-9)
+    if binary:  # maps that reorder the test rows (not non-decreasing in the score)
+        order = np.argsort(b["lp_test"], kind="stable")
+        s_sorted = b["lp_test"][order]
+        for m, p in probs.items():
+            d = np.diff(p[order])
+            if np.any((d < -1e-9) & (np.diff(s_sorted) > 0)):
+                info[f"reorders:{m}"] = "1"
     return probs, seconds, b["y_test"], info
 
 
