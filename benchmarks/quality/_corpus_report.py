@@ -164,14 +164,15 @@ def loss_list(stats, keys, o, peers, metric="log loss"):
     return "; ".join(found) if found else "none"
 
 
-def verdict(stats_list, o, field, peers, metrics_):
+def verdict(stats_list, o, field, peers, metrics_, min_wins=True):
+    """The issue's targets (binary: with ``min_wins``, 60% wins against each peer)."""
     r = ranks(stats_list, [*field, o] if o not in field else list(field))
     first = min(r, key=r.get) == o
     fails = [] if first else [f"mean rank {r[o]:.2f}, first is {min(r, key=r.get)}"]
     for metric in metrics_:
         for p in peers:
             h = h2h(stats_list, o, p, metric)
-            if metric == "log loss" and h["wins"] < 0.6 * h["n"]:
+            if min_wins and metric == "log loss" and h["wins"] < 0.6 * h["n"]:
                 fails.append(f"wins {h['wins']}/{h['n']} vs {p}")
             if h["l2"] > 0.05 * h["n"] or h["l3"]:
                 r = f", {h['l2r']} where {p} reorders the rows" if h["l2r"] else ""
@@ -272,7 +273,7 @@ def render(fits, args):
             ours = ("default",) if not binary else ("default", chosen)
             lines += [f"### {kind.capitalize()}, {part} tables ({len(sl)} cases)", ""]
             for o in ours:
-                fails = verdict(sl, o, field, peers, metrics_)
+                fails = verdict(sl, o, field, peers, metrics_, min_wins=binary)
                 status = "targets met" if not fails else "not met: " + "; ".join(fails)
                 lines += [f"- **{o}**: {status}."]
             lines += ["", rank_table(sl, field, extras, ece=not binary), ""]
