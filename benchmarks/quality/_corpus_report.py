@@ -180,6 +180,12 @@ def verdict(stats_list, o, field, peers, metrics_, min_wins=True):
     return fails
 
 
+def _rules_text():
+    """The rules module's description of its members and rules, as markdown."""
+    doc = rules.__doc__.split("\n\n", 1)[1].replace("``", "`")
+    return "Selection rules (study code, `_corpus_rules.py`). " + doc.strip()
+
+
 def choose_rule(stats_list, field, peers):
     """Tuning tables only: the rule with the fewest losses beyond 2 SE against ``peers``
     (log loss), then the fewest beyond 3 SE, then the largest smallest win count against
@@ -253,7 +259,7 @@ def render(fits, args):
         lines += [f"## {kind.capitalize()}", ""]
         if binary:
             lines += [
-                rules.DESCRIPTION,
+                _rules_text(),
                 "",
                 "Choice of the rule, on the tuning tables only "
                 f"(`_corpus_report.choose_rule`): **{chosen}**.",
@@ -294,8 +300,12 @@ def render(fits, args):
         timed += [chosen] if chosen else []
         lines += [f"### {kind.capitalize()} fit times", "",
                   "Wall-clock seconds of one calibrator fit and prediction on the capped "
-                  "rows (every case, every seed), on the shared machine under the load "
-                  "given above: compare within this table only. A rule's time is the "
-                  "sum of its members' fold and full fits.", "",
+                  "rows (every case, every seed), measured when the caches were filled "
+                  "on the shared 2-core machine at load averages of about 1 to 9 (the "
+                  "other helpers' jobs): compare within this table only, never as "
+                  "absolute figures. A rule's time is the sum of its members' fold and "
+                  "full fits. Multiclass: ours go through `CalibratedClassifier` on the "
+                  "frozen pipeline, so their time includes the model's prediction of the "
+                  "calibration and test rows; the peers read cached probabilities.", "",
                   time_table(fits, kind, timed), ""]  # fmt: skip
     return "\n".join(lines) + "\n"
