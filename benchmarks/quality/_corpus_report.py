@@ -292,9 +292,11 @@ def render(fits, args):
             lines += [per_table(stats, tables, models, field, ours, peers), ""]
             for o in ours:
                 for metric in metrics_:
-                    lines += [f"Losses beyond 2 SE of {o} ({metric}; `*`: the peer's map "
-                              "is not monotone on that case's test rows: it reorders at least one "
-                              "pair, which no strictly increasing calibrator can do): "
+                    note = "" if not binary else (
+                        "; `*`: the peer's map is not monotone on that case's test rows: it "
+                        "reorders at least one pair, which no strictly increasing "
+                        "calibrator can do")  # fmt: skip
+                    lines += [f"Losses beyond 2 SE of {o} ({metric}{note}): "
                               f"{loss_list(stats, keys, o, peers, metric)}.", ""]  # fmt: skip
         timed = [m for m in field if m != "uncalibrated" and not m.startswith("sklearn")]
         timed += [chosen] if chosen else []
