@@ -204,6 +204,24 @@ def choose_rule(stats_list, field, peers):
     return rows[0][4], "\n".join(table)
 
 
+def member_table(stats, keys, peers):
+    """Our members against the default on the cases where it loses beyond 2 SE."""
+    members = [m for m in B_OURS if m != "default"]
+    head = ["case (default loses beyond 2 SE)", *(f"{m} vs default" for m in members)]
+    lines = ["Our members where the default loses (test log loss gap, its SE):", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
+    for key in keys:
+        st = stats[key]
+        if not any(gap(st, "default", p)[0] > 2 * gap(st, "default", p)[1] for p in peers):
+            continue
+        cells = [" ".join(key)]
+        for m in members:
+            g, se = gap(st, m, "default")
+            cells.append(f"{fmt_gap(g, 'log loss')} ({100 * se:.2f}%)")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def time_table(fits, kind, methods):
     """Median fit seconds over every fit of ``kind`` (under the load the header gives)."""
     secs = {m: [] for m in methods}
@@ -298,6 +316,8 @@ def render(fits, args):
                         "calibrator can do")  # fmt: skip
                     lines += [f"Losses beyond 2 SE of {o} ({metric}{note}): "
                               f"{loss_list(stats, keys, o, peers, metric)}.", ""]  # fmt: skip
+            if binary:
+                lines += [member_table(stats, keys, peers), ""]
         timed = [m for m in field if m != "uncalibrated" and not m.startswith("sklearn")]
         timed += [chosen] if chosen else []
         lines += [f"### {kind.capitalize()} fit times", "",
