@@ -67,7 +67,7 @@ def test_rules_are_monotone_on_real_scores(study):
         b = {"lp_cal": s_cal, "lp_test": s_te, "pp_cal": None, "y_cal": y_cal}
         out = rules.binary_rules(b)
         order = np.argsort(s_te, kind="stable")
-        for name in rules.RULES:
+        for name in (*rules.RULES, *rules.POST_HOC):
             p = out[f"p:{name}"][order]
             assert np.all((p >= 0) & (p <= 1)), name
             assert np.all(np.diff(p) >= -1e-12), name

@@ -122,7 +122,8 @@ def rank_table(stats_list, field, extra_methods=(), ece=False):
         head += ["mean rank (top-label smooth ECE)", "mean smooth ECE"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in sorted(rows, key=r.get):
-        cells = [m + (" (rule)" if m in extra_methods else ""), f"{r[m]:.2f}", f"{ll[m]:.5f}"]
+        tag = " (post-hoc rule)" if m in rules.POST_HOC else " (rule)"
+        cells = [m + (tag if m in extra_methods else ""), f"{r[m]:.2f}", f"{ll[m]:.5f}"]
         if ece:
             cells += [f"{re[m]:.2f}", f"{np.mean([s['ece_point'][m] for s in stats_list]):.4f}"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -293,8 +294,11 @@ def render(fits, args):
             if not sl:
                 continue
             # every rule on the tuning tables; on the reporting tables only the chosen one
+            # post-hoc rules (written after the reporting tables were seen) are shown
+            # apart and never chosen
             extras = () if not binary else rules.RULES if part == "tuning" else (chosen,)
-            ours = ("default",) if not binary else ("default", chosen)
+            extras += rules.POST_HOC if binary else ()
+            ours = ("default",) if not binary else ("default", chosen, *rules.POST_HOC)
             lines += [f"### {kind.capitalize()}, {part} tables ({len(sl)} cases)", ""]
             for o in ours:
                 fails = verdict(sl, o, field, peers, metrics_, min_wins=binary)
