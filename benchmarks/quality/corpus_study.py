@@ -29,7 +29,8 @@ group of methods. The group ``ours`` is keyed by a hash of the library's source 
 group ``rules`` by a hash of ``_corpus_rules.py``, so a rerun after a change to either
 refits that group only.
 
-Run::
+Run (``--data``: the shared data folder holding the four tables and ``corpus/``;
+default ``$BERNONNX_SHARED_DATA``, else ``../shared/data`` beside the checkout)::
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/quality/corpus_study.py \\
         --cache /tmp/corpus-cache --out benchmarks/quality/corpus_study.md
@@ -85,7 +86,12 @@ from bernonnx import (  # noqa: E402
 )
 from bernonnx._meta import response_scores  # noqa: E402
 
-SHARED = Path(os.environ.get("BERNONNX_SHARED_DATA", "/work/shared/data"))
+#: the shared data folder beside the checkout (``../shared/data``, with ``corpus/``; a
+#: git worktree one level deeper looks one level further up)
+_BESIDE = [p / "shared" / "data" for p in Path(__file__).resolve().parents[3:5]]
+SHARED = Path(
+    os.environ.get("BERNONNX_SHARED_DATA", next((p for p in _BESIDE if p.is_dir()), _BESIDE[0]))
+)
 SEEDS = (0, 1, 2)
 MC_MODELS = ("LogisticRegression", "HistGradientBoosting")
 MIN_CLASS_ROWS = 20
