@@ -197,35 +197,41 @@ def em_priors(
     prior = train_prior if start is None else np.asarray(start, dtype=np.float64)
     prior = np.broadcast_to(prior, (weights.shape[0], proba.shape[1])).copy()
 
-    def evaluate(theta):
-        return _em_eval(scaled, theta, weights_t, total)
-
-    loglik, grad = evaluate(prior)
+    _, grad = _em_eval(scaled, prior, weights_t, total)
     residual = kkt_residual(prior, grad, min_prior)
     n_iter = 1
-    while residual.max() >= tol and n_iter < max_iter:
-        one = _em_map(prior, grad, min_prior)
+    while n_iter < max_iter:
+        # only the rows (resamples) not yet at their maximum take further steps
+        active = np.flatnonzero(residual >= tol)
+        if not active.size:
+            break
+        every = active.size == len(prior)
+        w_t = weights_t if every else weights_t[:, active]
+        tot = total if every else total[active]
+        theta, g = prior[active], grad[active]
+        one = _em_map(theta, g, min_prior)
         if accelerate and n_iter + 3 <= max_iter:
             # SQUAREM: two EM steps give the direction and the step length of a jump
-            _, grad_one = evaluate(one)
+            _, grad_one = _em_eval(scaled, one, w_t, tot)
             two = _em_map(one, grad_one, min_prior)
-            r, v = one - prior, two - 2.0 * one + prior
+            r, v = one - theta, two - 2.0 * one + theta
             norm_v = np.linalg.norm(v, axis=1, keepdims=True)
             alpha = -np.linalg.norm(r, axis=1, keepdims=True) / np.where(norm_v > 0, norm_v, 1.0)
             alpha = np.where(norm_v > 0, np.minimum(alpha, -1.0), -1.0)
-            jump = np.maximum(prior - 2.0 * alpha * r + alpha**2 * v, min_prior)
+            jump = np.maximum(theta - 2.0 * alpha * r + alpha**2 * v, min_prior)
             jump = jump / jump.sum(axis=1, keepdims=True)
             # the safeguard: a jump whose likelihood falls below two EM steps' is dropped
-            loglik_two, grad_two = evaluate(two)
-            loglik_jump, grad_jump = evaluate(jump)
+            loglik_two, grad_two = _em_eval(scaled, two, w_t, tot)
+            loglik_jump, grad_jump = _em_eval(scaled, jump, w_t, tot)
             keep = (loglik_jump >= loglik_two)[:, None]
             base = np.where(keep, jump, two)
-            prior = _em_map(base, np.where(keep, grad_jump, grad_two), min_prior)
+            theta = _em_map(base, np.where(keep, grad_jump, grad_two), min_prior)
             n_iter += 3
         else:
-            prior = one
-        loglik, grad = evaluate(prior)
-        residual = kkt_residual(prior, grad, min_prior)
+            theta = one
+        _, g = _em_eval(scaled, theta, w_t, tot)
+        prior[active], grad[active] = theta, g
+        residual[active] = kkt_residual(theta, g, min_prior)
         n_iter += 1
     return (prior[0] if single else prior), n_iter, float(residual.max())
 

@@ -150,7 +150,7 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         + (
             f"; raw EM estimate {adapter.prior_em_[1]:.4f} ("
             + ("the interval's; " if interval else "")
-            + "shrunk by its noise toward the calibration rows')"
+            + "shrunk toward the calibration rows' by its evidence)"
             if args.priors is None
             else ""
         )
