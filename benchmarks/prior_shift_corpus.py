@@ -37,6 +37,7 @@ import os
 import sys
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -269,7 +270,7 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
     tau_labels = class_prior(d["y_cal"], k)
     cal_pred = d["base_cal"].argmax(1)
     lookup = _Lookup(d["cal_pool"])
-    rng = np.random.default_rng(abs(hash((name, model))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(f"{name}-{model}".encode()))
     rows = []
     for size in SIZES:
         for label, target in _targets(k, binary, rng):
@@ -290,7 +291,9 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
                 warnings.simplefilter("ignore")
                 adapter = PriorShiftAdapter(lookup, train_prior=tau, random_state=0)
                 adapter.fit(idx[:, None])
-            est["ours"] = adapter.prior_
+            # the estimate of the priors is prior_em_; prior_ (shrunk) is what the
+            # adapted probabilities use, and the log-loss recovery reads it
+            est["ours"] = adapter.prior_em_
             raw = adapter.prior_em_
             ratios = likelihood_ratios(p, tau, raw)
             for c in STRENGTHS:
@@ -306,13 +309,18 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
             low, high = adapter.prior_interval_.T
             row["covered"] = int(np.sum((low <= truth) & (truth <= high)))
             row["classes"] = k
-            row["holds_point"] = bool(np.all((low <= est["ours"]) & (est["ours"] <= high)))
+            points = (adapter.prior_, adapter.prior_em_)
+            row["holds_point"] = bool(all(np.all((low <= q) & (q <= high)) for q in points))
             plain, n_plain, resid = em_priors(p, tau, accelerate=False, tol=1e-10, max_iter=5_000)
             row["em_vs_plain"] = float(np.max(np.abs(plain - raw)))
             row["plain_converged"] = resid < 1e-10
             row["ll_un"] = _ll(y, p)
             row["ll_oracle"] = _ll(y, adapt_proba(p, tau, np.maximum(truth, 1e-12)))
-            row["ll_ours"] = _ll(y, adapt_proba(p, tau, est["ours"]))
+            row["ll_ours"] = _ll(y, adapt_proba(p, tau, adapter.prior_))
+            for key in est:
+                if key.startswith("EM") or key == "ours":
+                    # every estimate of ours adapts the same calibrated probabilities
+                    row[f"ll:{key}"] = _ll(y, adapt_proba(p, tau, np.maximum(est[key], 1e-12)))
             rows.append(row)
     return rows
 
@@ -355,7 +363,17 @@ def report(frame: pd.DataFrame, seconds: float, load: str) -> str:
         f"{MAX_ROWS:,} rows subsampled to {MAX_ROWS:,} (seeded).",
         "",
         "Mean absolute error of the priors (averaged over classes, then cells); `ours` is "
-        "`PriorShiftAdapter` with its defaults on the calibrated model.",
+        "`PriorShiftAdapter` with its defaults on the calibrated model: its estimate "
+        "`prior_em_` for the errors, `prior_` (shrunk by the likelihood-ratio rule, "
+        "strength 2) for the adapted probabilities' log-loss recovery; `EM-cal c=...` "
+        "the same EM shrunk at other strengths (c=0 is `prior_em_`), `EM-bcts` EM on the "
+        "base model's probabilities recalibrated by QuaPy's BCTS, `EM-base` on the base "
+        "model's own, `EM-mean` the mean of `prior_em_` and `EM-bcts`. `share`: cells "
+        f"where ours is within {MARGIN} of the best QuaPy method's absolute error; "
+        "`coverage`: classes x cells whose true prior lies in `prior_interval_` (95 %); "
+        "`recovery`: summed log-loss gain of the adapted probabilities over the oracle's "
+        "(adapted to the true priors); `holds_point`: every interval holds `prior_` and "
+        "`prior_em_`.",
         "",
     ]
     for task in ("binary", "multiclass"):
@@ -394,13 +412,15 @@ def report(frame: pd.DataFrame, seconds: float, load: str) -> str:
             split = "tuning" if table in TUNING else "reporting"
             lines.append(f"| {table} | {split} | " + " | ".join(_fmt(s[k]) for k in keys) + " |")
         lines.append("")
-    worst = frame["em_vs_plain"].max()
+    done = frame[frame.plain_converged]
     lines += [
         "## The accelerated EM against plain EM",
         "",
-        f"Largest |safeguarded SQUAREM - plain EM| over every cell's calibrated "
-        f"probabilities: {worst:.2e} ({int((~frame.plain_converged).sum())} cells where "
-        "plain EM did not reach a KKT residual of 1e-10 in 5,000 steps).",
+        f"Largest |safeguarded SQUAREM - plain EM| over the {len(done)} cells where plain "
+        f"EM reached a KKT residual of 1e-10 within 5,000 steps: "
+        f"{done['em_vs_plain'].max():.2e}; over all {len(frame)} cells "
+        f"{frame['em_vs_plain'].max():.2e} (in the {len(frame) - len(done)} others plain "
+        "EM was still crawling toward a class at the floor).",
         "",
     ]
     return "\n".join(lines)

@@ -42,9 +42,9 @@ MIN_TARGET_ROWS = 100
 
 #: Bootstrap resamples estimated side by side: at most 16, and at most this many
 #: weights (rows x resamples) at once. EM holds about six (N, B) float64 arrays, so
-#: 3e6 weights keep the bootstrap's arrays near 150 MB whatever the number of rows.
+#: 2e6 weights keep the bootstrap's arrays near 100 MB whatever the number of rows.
 _BOOTSTRAP_CHUNK = 16
-_BOOTSTRAP_CELLS = 3_000_000
+_BOOTSTRAP_CELLS = 2_000_000
 #: Target rows scored at a time: the wrapped model's own temporaries stay bounded.
 _PREDICT_BLOCK = 65_536
 #: EM's tolerance on a resample: the interval needs the estimates to far less than its
