@@ -289,7 +289,9 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
             p = d["cal_pool"][idx]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                adapter = PriorShiftAdapter(lookup, train_prior=tau, random_state=0)
+                adapter = PriorShiftAdapter(
+                    lookup, train_prior=tau, calibration_rows=len(d["y_cal"]), random_state=0
+                )
                 adapter.fit(idx[:, None])
             # the estimate of the priors is prior_em_; prior_ (shrunk) is what the
             # adapted probabilities use, and the log-loss recovery reads it
@@ -370,8 +372,10 @@ def report(frame: pd.DataFrame, seconds: float, load: str) -> str:
         "base model's probabilities recalibrated by QuaPy's BCTS, `EM-base` on the base "
         "model's own, `EM-mean` the mean of `prior_em_` and `EM-bcts`. `share`: cells "
         f"where ours is within {MARGIN} of the best QuaPy method's absolute error; "
-        "`coverage`: classes x cells whose true prior lies in `prior_interval_` (95 %); "
-        "`recovery`: summed log-loss gain of the adapted probabilities over the oracle's "
+        "`coverage`: classes x cells whose true prior lies in `prior_interval_` (95 %, "
+        "widened for the calibration rows, as `PriorShiftAdapter` does for a "
+        "`CalibratedClassifier`); `recovery`: summed log-loss gain of the adapted "
+        "probabilities over the oracle's "
         "(adapted to the true priors); `holds_point`: every interval holds `prior_` and "
         "`prior_em_`.",
         "",

@@ -228,3 +228,28 @@ def test_grid_search_and_cross_validation_over_an_adapter(diabetes_12):
     scores = cross_val_score(adapter, X.iloc[rows], y[rows], scoring="neg_log_loss", cv=3)
     assert np.all(np.isfinite(scores))
     np.testing.assert_array_equal(model.predict_proba(X.iloc[rows[:5]]), before)  # not refit
+
+
+def test_interval_widened_for_the_calibration_rows(diabetes_12):
+    # the calibrator's sampling error adds the variance of an estimate from its m rows:
+    # the bootstrap interval about prior_em_ grows by sqrt(1 + n / m), same draws
+    from sklearn.frozen import FrozenEstimator as Frozen
+
+    from bernonnx import BernsteinCalibrator, CalibratedClassifier
+
+    model, train_prior, X, y = diabetes_12
+    clf = CalibratedClassifier(Frozen(model), BernsteinCalibrator(degree=4))
+    clf.fit(X.iloc[:1500], y[:1500])
+    rows = _balanced(y[2000:], 0.3, 600, seed=7) + 2000
+    read = PriorShiftAdapter(clf, n_bootstrap=40, random_state=0).fit(X.iloc[rows])
+    assert read.calibration_rows_ == 1500.0
+    alone = PriorShiftAdapter(clf, calibration_rows=1e15, n_bootstrap=40, random_state=0)
+    alone.fit(X.iloc[rows])
+    factor = np.sqrt(1 + 600 / 1500)
+    center = read.prior_em_[:, None]
+    np.testing.assert_allclose(
+        read.prior_interval_ - center, factor * (alone.prior_interval_ - center), atol=1e-9
+    )
+    np.testing.assert_allclose(read.prior_se_, factor * alone.prior_se_, rtol=1e-9)
+    given = PriorShiftAdapter(model, train_prior=train_prior, n_bootstrap=40, random_state=0)
+    assert given.fit(X.iloc[rows]).calibration_rows_ is None  # unknown: not widened

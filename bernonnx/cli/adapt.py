@@ -126,6 +126,7 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         calibrator,
         priors=_priors(args.priors),
         train_prior=train,
+        calibration_rows=float(len(data.y)),
         n_bootstrap=args.n_bootstrap,
         random_state=args.seed,
     )

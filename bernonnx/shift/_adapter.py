@@ -140,6 +140,15 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         2, where Akaike's criterion prefers the shifted prior, and a move the data are
         sure of (a class absent from thousands of rows) is kept almost whole, down to
         the floor. 0 keeps the raw EM estimate (``prior_em_`` holds it either way).
+    calibration_rows : float or None, default=None
+        How many rows (total weight) the wrapped probabilities were calibrated on; None
+        reads it from a final ``CalibratedClassifier`` (the weights of its calibration
+        rows), else it is unknown. The calibrator's own sampling error moves the
+        estimate as much as that many target rows would, which a bootstrap of the
+        target rows cannot see: with ``m`` calibration rows and ``n`` target rows the
+        bootstrap interval is widened about ``prior_em_`` by ``sqrt(1 + n / m)``, the
+        standard error of a difference of two independent samples' estimates. Unknown:
+        no widening (the interval then reflects the target rows alone).
     n_bootstrap : int, default=200
         Bootstrap resamples of the target rows behind ``prior_interval_``; 0 for none
         (each resample is an EM run, from ``prior_`` on, to ``max(tol, 1e-6)``: the
@@ -164,10 +173,16 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         given.
     prior_interval_ : ndarray of shape (n_classes, 2) or None
         Bootstrap percentile interval of each EM estimate (``prior_em_``) at
-        ``confidence``, widened where needed to hold ``prior_`` and ``prior_em_``;
+        ``confidence``, widened about it by ``sqrt(1 + n / m)`` where the calibration
+        rows ``m`` are known (``calibration_rows``), and where needed to hold
+        ``prior_`` and ``prior_em_``;
         ``[priors, priors]`` for given priors; None with ``n_bootstrap=0``.
     prior_se_ : ndarray of shape (n_classes,) or None
-        Bootstrap standard error of each EM estimate (zeros for given priors).
+        Bootstrap standard error of each EM estimate, times the same
+        ``sqrt(1 + n / m)`` as the interval (zeros for given priors).
+    calibration_rows_ : float or None
+        ``calibration_rows``, or the calibration weight read from the model; None when
+        unknown.
     n_iter_ : int
         EM steps of the estimate (0 for given priors).
     n_features_in_ : int
@@ -230,6 +245,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "max_iter": [IntInterval(1, None, closed="left")],
         "min_prior": [Interval(Real, 0, 0.5, closed="neither")],
         "shrinkage": [Interval(Real, 0, None, closed="left")],
+        "calibration_rows": [Interval(Real, 0, None, closed="neither"), None],
         "n_bootstrap": [IntInterval(0, None, closed="left")],
         "confidence": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
@@ -245,6 +261,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         max_iter=1000,
         min_prior=1e-6,
         shrinkage=2.0,
+        calibration_rows=None,
         n_bootstrap=200,
         confidence=0.95,
         random_state=None,
@@ -256,6 +273,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.min_prior = min_prior
         self.shrinkage = shrinkage
+        self.calibration_rows = calibration_rows
         self.n_bootstrap = n_bootstrap
         self.confidence = confidence
         self.random_state = random_state
@@ -304,6 +322,11 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         n_classes = self.classes_.shape[0]
         final = _final(estimator)
         self.train_prior_ = self._train_prior(final, n_classes)
+        self.calibration_rows_ = self.calibration_rows
+        if self.calibration_rows_ is None and isinstance(final, CalibratedClassifier):
+            self.calibration_rows_ = float(
+                sum(pair.weight for pair in final.calibrated_classifiers_)
+            )
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(estimator, name):
                 setattr(self, name, getattr(estimator, name))
@@ -420,12 +443,21 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         found = np.concatenate(estimates)
         alpha = (1.0 - self.confidence) / 2.0
         interval = np.quantile(found, [alpha, 1.0 - alpha], axis=0).T
+        se = found.std(axis=0, ddof=1) if len(found) > 1 else np.zeros(found.shape[1])
+        if self.calibration_rows_:
+            # the calibrator's sampling error adds the variance of an estimate from
+            # calibration_rows_ rows to that from the target rows
+            total = float(n if weights is None else weights.sum())
+            widen = np.sqrt(1.0 + total / self.calibration_rows_)
+            center = self.prior_em_[:, None]
+            interval = np.clip(center + widen * (interval - center), 0.0, 1.0)
+            se = se * widen
         # a percentile interval of a skewed bootstrap (a prior near the floor) can miss
         # the estimate it is the interval of: the reported interval always holds it
         points = np.stack([self.prior_, self.prior_em_], axis=1)
         interval[:, 0] = np.minimum(interval[:, 0], points.min(axis=1))
         interval[:, 1] = np.maximum(interval[:, 1], points.max(axis=1))
-        return interval, found.std(axis=0, ddof=1) if len(found) > 1 else np.zeros(len(found.T))
+        return interval, se
 
     def __sklearn_clone__(self):
         """An unfitted copy with the same parameters and the same wrapped model.
