@@ -26,7 +26,7 @@ Base-model probabilities are cached (``--cache``), so a rerun costs the cells al
 Run from the repository root::
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/prior_shift_corpus.py \\
-        --out benchmarks/prior_shift_corpus.md
+        --out benchmarks/prior_shift_corpus.md --csv benchmarks/prior_shift_corpus.csv
 """
 
 from __future__ import annotations
@@ -452,7 +452,7 @@ def main(argv=None) -> int:
                 print(f"{name} {model}: {time.perf_counter() - t:.1f} s", flush=True)
     frame = pd.DataFrame(rows)
     if args.csv:
-        frame.to_csv(args.csv, index=False)
+        frame.to_csv(args.csv, index=False, float_format="%.6g")
     text = report(frame, time.perf_counter() - start, load)
     print(text)
     if args.out:
