@@ -124,7 +124,7 @@ def test_the_stopping_rule_is_the_gradient_not_the_step():
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     k=st.integers(2, 4),
     n=st.sampled_from([150, 600, 2500]),
