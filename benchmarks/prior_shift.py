@@ -56,8 +56,8 @@ from bernonnx._core.priors import (
     adapt_proba,
     class_prior,
     em_priors,
-    prior_covariance,
-    shrink_priors,
+    likelihood_ratios,
+    shrink_by_likelihood,
 )
 from bernonnx._registry import CALIBRATORS
 from bernonnx.deploy import run_onnx
@@ -238,8 +238,8 @@ def run_case(table, model, multiclass, args, rng):
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     raw, _, _ = em_priors(p, train_prior)
                 # what PriorShiftAdapter.fit does with its default shrinkage
-                var = np.diag(prior_covariance(p, train_prior, raw))
-                est = shrink_priors(raw, train_prior, var, SHRINKAGE)
+                ratios = likelihood_ratios(p, train_prior, raw)
+                est = shrink_by_likelihood(raw, train_prior, ratios, SHRINKAGE)
                 row[f"ae_{name}"] = float(np.mean(np.abs(est - truth)))
                 row[f"ae_raw_{name}"] = float(np.mean(np.abs(raw - truth)))
                 yy = y_pool[idx]

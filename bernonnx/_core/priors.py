@@ -26,7 +26,10 @@ __all__ = [
     "check_priors",
     "class_prior",
     "em_priors",
+    "kkt_residual",
+    "likelihood_ratios",
     "prior_covariance",
+    "shrink_by_likelihood",
     "shrink_priors",
 ]
 
@@ -88,14 +91,49 @@ def adapt_proba(proba, train_prior, target_prior) -> np.ndarray:
     return np.divide(q, total, out=uniform, where=total > 0)
 
 
-def _em_step(proba, train_prior, prior, weights_t, total, min_prior):
-    """One EM step for every row of ``prior`` (B, K) at once; ``weights_t`` (N, B)."""
-    ratio = prior / train_prior  # (B, K)
-    denom = proba @ ratio.T  # (N, B): sum_j p(j|x) w_j
-    share = np.divide(weights_t, denom, out=np.zeros_like(denom), where=denom > 0)
-    new = (share.T @ proba) * ratio / total[:, None]
-    new = np.maximum(new, min_prior)
+def _em_eval(scaled, prior, weights_t, total):
+    """Mean log likelihood and gradient of every row of ``prior`` (B, K) at once.
+
+    ``scaled`` is ``proba / train_prior`` (N, K), ``weights_t`` (N, B). The likelihood of
+    row ``i`` is ``mix_i = sum_k scaled_ik prior_k``; returns ``loglik`` (B,), the weighted
+    mean of ``log mix_i``, and ``grad`` (B, K), its gradient ``mean_i scaled_ik / mix_i``.
+    The EM map is ``prior * grad`` (its rows sum to 1: ``sum_k prior_k grad_k = 1``).
+    """
+    mix = scaled @ prior.T  # (N, B)
+    positive = mix > 0
+    share = np.divide(weights_t, mix, out=np.zeros_like(mix), where=positive)
+    grad = (share.T @ scaled) / total[:, None]
+    # a row no class explains (all probabilities 0) adds nothing, as in the EM step
+    logs = np.log(mix, out=np.zeros_like(mix), where=positive)
+    loglik = np.einsum("nb,nb->b", weights_t, logs) / total
+    return loglik, grad
+
+
+def _em_map(prior, grad, min_prior):
+    """The EM step from ``prior`` given its gradient: ``prior * grad``, floored at
+    ``min_prior`` and renormalised (a class absent from the rows keeps a ratio later
+    steps can move)."""
+    new = np.maximum(prior * grad, min_prior)
     return new / new.sum(axis=1, keepdims=True)
+
+
+def kkt_residual(prior, grad, min_prior) -> np.ndarray:
+    """How far ``prior`` (B, K) is from a maximum of the likelihood on the floored
+    simplex, from its gradient ``grad`` (B, K): the largest violation of the KKT
+    conditions. A free class (above the floor) must have the gradient ``lam`` every
+    free class shares; a class at the floor may have less, never more. ``lam`` is the
+    free classes' prior-weighted mean gradient (1 when no class is at the floor).
+    """
+    # the floored EM map's fixed point puts a class at min_prior / S, S slightly above 1
+    at_floor = prior <= 1.5 * min_prior
+    free = ~at_floor
+    mass = np.where(free, prior, 0.0)
+    lam = (mass * grad).sum(axis=1, keepdims=True) / np.maximum(
+        mass.sum(axis=1, keepdims=True), 1e-300
+    )
+    gap = grad - lam
+    viol = np.where(free, np.abs(gap), np.maximum(gap, 0.0))
+    return viol.max(axis=1)
 
 
 def em_priors(
@@ -121,30 +159,36 @@ def em_priors(
     start : ndarray of shape (K,) or (B, K), default=None
         First iterate; ``train_prior`` if None.
     tol : float
-        Stop when no prior moves by more than ``tol`` in one step.
+        Stop when the likelihood's gradient satisfies the optimality (KKT) conditions on
+        the floored simplex to ``tol`` (:func:`kkt_residual`): the free classes'
+        gradients agree to ``tol`` and no class at the floor has a larger one. A step
+        size can be small far from the maximum (a class near the floor moves by its
+        prior times its gradient); the gradient cannot.
     max_iter : int
-        Iteration cap.
+        Cap on the evaluations of the likelihood and its gradient (one per EM step).
     min_prior : float
         Floor on every prior, applied after each step and followed by renormalising:
         a class absent from the target rows cannot make a ratio ``0 / pi`` that no
         later step can move.
     accelerate : bool, default=True
-        SQUAREM (Varadhan & Roland 2008): every third EM step starts from a jump
-        along the direction of the two before, which reaches EM's fixed point in far
-        fewer steps where EM crawls (overlapping classes, a prior near the floor). The
-        fixed point, and the stopping rule (an EM step moving no prior by ``tol``),
-        are EM's.
+        SQUAREM (Varadhan & Roland 2008) with a likelihood safeguard: two EM steps give
+        the direction and length of a jump along the EM path, and the jump (followed by
+        one EM step) is kept only where its likelihood is at least that of the two EM
+        steps; elsewhere the plain EM step is taken. Every iterate's likelihood is
+        therefore at least EM's own after as many steps, and the fixed point and the
+        stopping rule are EM's.
 
     Returns
     -------
     prior : ndarray of shape (K,) or (B, K)
     n_iter : int
-        EM steps taken (evaluations of the EM map).
-    change : float
-        The largest move in the last step (below ``tol`` when converged).
+        Evaluations of the likelihood's gradient (one per EM step).
+    residual : float
+        The largest KKT residual at the returned priors (below ``tol`` when converged).
     """
     proba = np.asarray(proba, dtype=np.float64)
     train_prior = np.asarray(train_prior, dtype=np.float64)
+    scaled = proba / train_prior
     n = proba.shape[0]
     single = weights is None or np.ndim(weights) == 1
     weights = np.ones((1, n)) if weights is None else np.atleast_2d(weights).astype(np.float64)
@@ -153,34 +197,43 @@ def em_priors(
     prior = train_prior if start is None else np.asarray(start, dtype=np.float64)
     prior = np.broadcast_to(prior, (weights.shape[0], proba.shape[1])).copy()
 
-    def step(theta):
-        return _em_step(proba, train_prior, theta, weights_t, total, min_prior)
-
-    change, n_iter = np.inf, 0
+    _, grad = _em_eval(scaled, prior, weights_t, total)
+    residual = kkt_residual(prior, grad, min_prior)
+    n_iter = 1
     while n_iter < max_iter:
+        # only the rows (resamples) not yet at their maximum take further steps
+        active = np.flatnonzero(residual >= tol)
+        if not active.size:
+            break
+        every = active.size == len(prior)
+        w_t = weights_t if every else weights_t[:, active]
+        tot = total if every else total[active]
+        theta, g = prior[active], grad[active]
+        one = _em_map(theta, g, min_prior)
         if accelerate and n_iter + 3 <= max_iter:
             # SQUAREM: two EM steps give the direction and the step length of a jump
-            # along the EM path; one more EM step from the jump keeps it stable
-            one = step(prior)
-            two = step(one)
-            r, v = one - prior, two - 2.0 * one + prior
+            _, grad_one = _em_eval(scaled, one, w_t, tot)
+            two = _em_map(one, grad_one, min_prior)
+            r, v = one - theta, two - 2.0 * one + theta
             norm_v = np.linalg.norm(v, axis=1, keepdims=True)
             alpha = -np.linalg.norm(r, axis=1, keepdims=True) / np.where(norm_v > 0, norm_v, 1.0)
             alpha = np.where(norm_v > 0, np.minimum(alpha, -1.0), -1.0)
-            jump = prior - 2.0 * alpha * r + alpha**2 * v
-            jump = np.maximum(jump, min_prior)
+            jump = np.maximum(theta - 2.0 * alpha * r + alpha**2 * v, min_prior)
             jump = jump / jump.sum(axis=1, keepdims=True)
-            new = step(jump)
-            change = float(np.max(np.abs(new - jump)))
+            # the safeguard: a jump whose likelihood falls below two EM steps' is dropped
+            loglik_two, grad_two = _em_eval(scaled, two, w_t, tot)
+            loglik_jump, grad_jump = _em_eval(scaled, jump, w_t, tot)
+            keep = (loglik_jump >= loglik_two)[:, None]
+            base = np.where(keep, jump, two)
+            theta = _em_map(base, np.where(keep, grad_jump, grad_two), min_prior)
             n_iter += 3
         else:
-            new = step(prior)
-            change = float(np.max(np.abs(new - prior)))
-            n_iter += 1
-        prior = new
-        if change < tol:
-            break
-    return (prior[0] if single else prior), n_iter, change
+            theta = one
+        _, g = _em_eval(scaled, theta, w_t, tot)
+        prior[active], grad[active] = theta, g
+        residual[active] = kkt_residual(theta, g, min_prior)
+        n_iter += 1
+    return (prior[0] if single else prior), n_iter, float(residual.max())
 
 
 def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
@@ -223,4 +276,53 @@ def shrink_priors(prior, train_prior, variance, strength: float = 2.0) -> np.nda
     d2 = d * d
     lam = np.where(d2 > 0, np.maximum(0.0, 1.0 - strength * v / np.where(d2 > 0, d2, 1.0)), 0.0)
     out = train_prior * np.exp(lam * d)
+    return out / out.sum()
+
+
+def likelihood_ratios(proba, train_prior, prior, weights=None) -> np.ndarray:
+    """Per class, the likelihood-ratio statistic of the move from ``train_prior`` to
+    ``prior`` (K,): ``2 sum_i w_i [log l_i(prior) - log l_i(prior^(k))]``, where
+    ``prior^(k)`` puts class ``k`` back at its training prior and rescales the others,
+    and ``l_i(pi) = sum_j p(j | x_i) pi_j / train_prior_j`` (weights ``w`` count rows).
+
+    Unlike a Fisher variance it stays right at the boundary: a class the target rows
+    do not hold at all (EM at the floor) has a huge statistic, not a huge variance.
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    train_prior = np.asarray(train_prior, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
+    k = len(prior)
+    back = np.tile(prior, (k, 1))
+    for j in range(k):
+        rest = np.arange(k) != j
+        back[j, rest] *= (1.0 - train_prior[j]) / (1.0 - prior[j])
+        back[j, j] = train_prior[j]
+    w = np.ones((1, len(proba))) if weights is None else np.atleast_2d(weights)
+    w = np.ascontiguousarray(np.asarray(w, dtype=np.float64).T)
+    total = w.sum(axis=0)
+    at_prior, _ = _em_eval(proba / train_prior, prior[None], w, total)
+    moved_back, _ = _em_eval(proba / train_prior, back, w[:, :1], total[:1])
+    return np.maximum(2.0 * total[0] * (at_prior[0] - moved_back), 0.0)
+
+
+def shrink_by_likelihood(prior, train_prior, ratios, strength: float = 2.0) -> np.ndarray:
+    """The priors ``prior`` shrunk toward ``train_prior`` by their evidence.
+
+    Each log ratio ``d_k = log(prior_k / train_prior_k)`` becomes ``lambda_k d_k`` with
+    ``lambda_k = max(0, 1 - strength / LR_k)``, ``LR_k`` the class's likelihood-ratio
+    statistic (:func:`likelihood_ratios`), then the priors are renormalised. Where the
+    likelihood is quadratic ``LR_k = d_k**2 / v_k`` and this is the positive-part
+    empirical-Bayes (James-Stein) factor of :func:`shrink_priors`; a move the data are
+    sure of (``LR_k`` in the hundreds: a class absent from thousands of rows) is kept
+    almost whole, down to the floor. ``strength=0`` returns ``prior``.
+    """
+    prior = np.asarray(prior, dtype=np.float64)
+    train_prior = np.asarray(train_prior, dtype=np.float64)
+    if strength == 0:
+        return prior
+    ratios = np.asarray(ratios, dtype=np.float64)
+    lam = np.where(
+        ratios > 0, np.maximum(0.0, 1.0 - strength / np.where(ratios > 0, ratios, 1.0)), 0.0
+    )
+    out = train_prior * np.exp(lam * np.log(prior / train_prior))
     return out / out.sum()

@@ -126,6 +126,7 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         calibrator,
         priors=_priors(args.priors),
         train_prior=train,
+        calibration_rows=float(len(data.y)),
         n_bootstrap=args.n_bootstrap,
         random_state=args.seed,
     )
@@ -150,7 +151,7 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         + (
             f"; raw EM estimate {adapter.prior_em_[1]:.4f} ("
             + ("the interval's; " if interval else "")
-            + "shrunk by its noise toward the calibration rows')"
+            + "shrunk toward the calibration rows' by its evidence)"
             if args.priors is None
             else ""
         )

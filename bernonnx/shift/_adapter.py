@@ -7,11 +7,12 @@ and the bootstrap interval.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.frozen import FrozenEstimator
@@ -23,8 +24,8 @@ from bernonnx._core.priors import (
     adapt_proba,
     check_priors,
     em_priors,
-    prior_covariance,
-    shrink_priors,
+    likelihood_ratios,
+    shrink_by_likelihood,
 )
 from bernonnx._registry import entry_for
 from bernonnx._validation import HasMethods, Interval, IntInterval, _fit_context, _num_samples
@@ -39,8 +40,13 @@ __all__ = ["MIN_TARGET_ROWS", "PriorShiftAdapter", "UncalibratedModelWarning"]
 #: Below 100 rows the estimate says little more than the training priors did.
 MIN_TARGET_ROWS = 100
 
-#: Rows of bootstrap weights drawn and estimated side by side (memory: 8 x rows x this).
+#: Bootstrap resamples estimated side by side: at most 16, and at most this many
+#: weights (rows x resamples) at once. EM holds about six (N, B) float64 arrays, so
+#: 2e6 weights keep the bootstrap's arrays near 100 MB whatever the number of rows.
 _BOOTSTRAP_CHUNK = 16
+_BOOTSTRAP_CELLS = 2_000_000
+#: Target rows scored at a time: the wrapped model's own temporaries stay bounded.
+_PREDICT_BLOCK = 65_536
 #: EM's tolerance on a resample: the interval needs the estimates to far less than its
 #: width (a 95% interval from 100,000 rows is about 0.01 wide)
 _BOOTSTRAP_TOL = 1e-6
@@ -113,23 +119,36 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         The priors the probabilities are calibrated for; None reads
         ``calibration_prior_`` of the final ``CalibratedClassifier``.
     tol : float, default=1e-8
-        EM stops when no prior moves by more than ``tol`` in a step.
+        EM stops when the gradient of the target rows' mean log likelihood meets the
+        optimality (KKT) conditions on the simplex to ``tol``: the classes above the
+        floor share one gradient to ``tol``, and none at the floor has a larger one.
     max_iter : int, default=1000
-        EM's iteration cap; reaching it warns (``ConvergenceWarning``).
+        EM's cap on steps (evaluations of the likelihood's gradient); reaching it warns
+        (``ConvergenceWarning``).
     min_prior : float, default=1e-6
         Floor on each estimated prior (then renormalised), so that a class absent from
         the target rows keeps a ratio later steps can move.
     shrinkage : float, default=2.0
         Strength ``c`` of the shrinkage of the EM estimate toward ``train_prior_`` by
-        its own sampling noise: each log ratio ``d_k = log(pi'_k / pi_k)`` of
-        asymptotic variance ``v_k`` (observed Fisher information of the target rows'
-        likelihood, delta method) is multiplied by ``max(0, 1 - c v_k / d_k**2)``, the
-        positive-part empirical-Bayes (James-Stein) factor, then the priors are
-        renormalised. With 2, a class's move is kept only where ``d_k**2 / v_k`` (its
-        likelihood-ratio statistic) exceeds 2, where Akaike's criterion prefers the
-        shifted prior to the training one; a move of many standard errors is kept
-        almost whole. 1 is the plain empirical-Bayes factor; 0 keeps the raw EM
-        estimate (``prior_em_`` holds it either way).
+        the evidence for it: each log ratio ``d_k = log(pi'_k / pi_k)`` is multiplied
+        by ``max(0, 1 - c / LR_k)``, ``LR_k`` the likelihood-ratio statistic of class
+        ``k``'s move (twice the target rows' log likelihood at the estimate minus that
+        with class ``k`` put back at its training prior), then the priors are
+        renormalised. Where the likelihood is quadratic ``LR_k = d_k**2 / v_k`` (``v_k``
+        the Fisher variance) and this is the positive-part empirical-Bayes
+        (James-Stein) factor; with 2 a move is kept only where its statistic exceeds
+        2, where Akaike's criterion prefers the shifted prior, and a move the data are
+        sure of (a class absent from thousands of rows) is kept almost whole, down to
+        the floor. 0 keeps the raw EM estimate (``prior_em_`` holds it either way).
+    calibration_rows : float or None, default=None
+        How many rows (total weight) the wrapped probabilities were calibrated on; None
+        reads it from a final ``CalibratedClassifier`` (the weights of its calibration
+        rows), else it is unknown. The calibrator's own sampling error moves the
+        estimate as much as that many target rows would, which a bootstrap of the
+        target rows cannot see: with ``m`` calibration rows and ``n`` target rows the
+        bootstrap interval is widened about ``prior_em_`` by ``sqrt(1 + n / m)``, the
+        standard error of a difference of two independent samples' estimates. Unknown:
+        no widening (the interval then reflects the target rows alone).
     n_bootstrap : int, default=200
         Bootstrap resamples of the target rows behind ``prior_interval_``; 0 for none
         (each resample is an EM run, from ``prior_`` on, to ``max(tol, 1e-6)``: the
@@ -154,10 +173,16 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         given.
     prior_interval_ : ndarray of shape (n_classes, 2) or None
         Bootstrap percentile interval of each EM estimate (``prior_em_``) at
-        ``confidence``;
+        ``confidence``, widened about it by ``sqrt(1 + n / m)`` where the calibration
+        rows ``m`` are known (``calibration_rows``), and where needed to hold
+        ``prior_`` and ``prior_em_``;
         ``[priors, priors]`` for given priors; None with ``n_bootstrap=0``.
     prior_se_ : ndarray of shape (n_classes,) or None
-        Bootstrap standard error of each EM estimate (zeros for given priors).
+        Bootstrap standard error of each EM estimate, times the same
+        ``sqrt(1 + n / m)`` as the interval (zeros for given priors).
+    calibration_rows_ : float or None
+        ``calibration_rows``, or the calibration weight read from the model; None when
+        unknown.
     n_iter_ : int
         EM steps of the estimate (0 for given priors).
     n_features_in_ : int
@@ -167,8 +192,8 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    The shrinkage uses the asymptotic (Fisher) variance, not the bootstrap, so it
-    works with ``n_bootstrap=0`` and costs one pass over the probabilities. It trades
+    The shrinkage uses the likelihood itself, not the bootstrap, so it works with
+    ``n_bootstrap=0`` and costs ``n_classes + 1`` passes over the probabilities. It trades
     a little bias toward the training priors for much less variance where the
     estimate is noisy (many classes, few target rows, overlapping classes): on the
     benchmark's held-out cases it is what keeps the adapted model from losing to the
@@ -220,6 +245,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "max_iter": [IntInterval(1, None, closed="left")],
         "min_prior": [Interval(Real, 0, 0.5, closed="neither")],
         "shrinkage": [Interval(Real, 0, None, closed="left")],
+        "calibration_rows": [Interval(Real, 0, None, closed="neither"), None],
         "n_bootstrap": [IntInterval(0, None, closed="left")],
         "confidence": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
@@ -235,6 +261,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         max_iter=1000,
         min_prior=1e-6,
         shrinkage=2.0,
+        calibration_rows=None,
         n_bootstrap=200,
         confidence=0.95,
         random_state=None,
@@ -246,6 +273,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.min_prior = min_prior
         self.shrinkage = shrinkage
+        self.calibration_rows = calibration_rows
         self.n_bootstrap = n_bootstrap
         self.confidence = confidence
         self.random_state = random_state
@@ -294,6 +322,11 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         n_classes = self.classes_.shape[0]
         final = _final(estimator)
         self.train_prior_ = self._train_prior(final, n_classes)
+        self.calibration_rows_ = self.calibration_rows
+        if self.calibration_rows_ is None and isinstance(final, CalibratedClassifier):
+            self.calibration_rows_ = float(
+                sum(pair.weight for pair in final.calibrated_classifiers_)
+            )
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(estimator, name):
                 setattr(self, name, getattr(estimator, name))
@@ -313,7 +346,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 stacklevel=2,
             )
         proba, weights = self._target_proba(X, sample_weight)
-        self.prior_em_, self.n_iter_, change = em_priors(
+        self.prior_em_, self.n_iter_, residual = em_priors(
             proba,
             self.train_prior_,
             weights=weights,
@@ -321,15 +354,18 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             max_iter=self.max_iter,
             min_prior=self.min_prior,
         )
-        if change >= self.tol:
+        if residual >= self.tol:
             warnings.warn(
-                f"EM did not converge in max_iter={self.max_iter} steps: the priors still "
-                f"moved by {change:.3g} (tol={self.tol:g}) in the last step; raise max_iter",
+                f"EM did not converge in max_iter={self.max_iter} steps: the likelihood's "
+                f"gradient still breaks optimality by {residual:.3g} (tol={self.tol:g}); "
+                "raise max_iter",
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        variance = np.diag(prior_covariance(proba, self.train_prior_, self.prior_em_, weights))
-        self.prior_ = shrink_priors(self.prior_em_, self.train_prior_, variance, self.shrinkage)
+        ratios = likelihood_ratios(proba, self.train_prior_, self.prior_em_, weights)
+        self.prior_ = shrink_by_likelihood(
+            self.prior_em_, self.train_prior_, ratios, self.shrinkage
+        )
         self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights)
         return self
 
@@ -363,24 +399,35 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 )
             if weights.sum() <= 0:
                 raise ValueError("sample_weight must have a positive total")
-        proba = np.asarray(self.estimator_.predict_proba(X), dtype=np.float64)
+        proba = np.empty((n, len(self.classes_)))
+        for start in range(0, n, _PREDICT_BLOCK):
+            rows = slice(start, start + _PREDICT_BLOCK)
+            block = X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+            proba[rows] = self.estimator_.predict_proba(block)
         return proba, weights
 
     def _bootstrap(self, proba, weights):
         """Percentile interval and standard error over resamples of the target rows,
-        each estimated by EM from the point estimate on."""
+        each estimated by EM from the point estimate on; the interval is widened to
+        hold the point estimates themselves (``prior_`` and ``prior_em_``).
+
+        A resample is a row of multinomial counts (how often each row is drawn),
+        drawn and estimated a block at a time: memory is bounded by
+        ``_BOOTSTRAP_CELLS``, not by ``n_bootstrap`` times the rows."""
         if self.n_bootstrap == 0:
             return None, None
         rng = check_random_state(self.random_state)
         n = proba.shape[0]
-        base = np.ones(n) if weights is None else weights
+        base = None if weights is None else weights
+        uniform = np.full(n, 1.0 / n)
+        block = int(max(1, min(_BOOTSTRAP_CHUNK, _BOOTSTRAP_CELLS // n)))
         estimates = []
-        for start in range(0, self.n_bootstrap, _BOOTSTRAP_CHUNK):
-            size = min(_BOOTSTRAP_CHUNK, self.n_bootstrap - start)
-            draws = rng.randint(0, n, (size, n))
-            counts = np.stack([np.bincount(row, minlength=n) for row in draws])
-            resampled = counts * base
-            resampled = resampled[resampled.sum(axis=1) > 0]
+        for start in range(0, self.n_bootstrap, block):
+            size = min(block, self.n_bootstrap - start)
+            resampled = rng.multinomial(n, uniform, size=size).astype(np.float64)
+            if base is not None:
+                resampled *= base
+                resampled = resampled[resampled.sum(axis=1) > 0]
             if len(resampled):
                 chunk, _, _ = em_priors(
                     proba,
@@ -392,10 +439,43 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     min_prior=self.min_prior,
                 )
                 estimates.append(chunk)
+            del resampled
         found = np.concatenate(estimates)
         alpha = (1.0 - self.confidence) / 2.0
         interval = np.quantile(found, [alpha, 1.0 - alpha], axis=0).T
-        return interval, found.std(axis=0, ddof=1) if len(found) > 1 else np.zeros(len(found.T))
+        se = found.std(axis=0, ddof=1) if len(found) > 1 else np.zeros(found.shape[1])
+        if self.calibration_rows_:
+            # the calibrator's sampling error adds the variance of an estimate from
+            # calibration_rows_ rows to that from the target rows
+            total = float(n if weights is None else weights.sum())
+            widen = np.sqrt(1.0 + total / self.calibration_rows_)
+            center = self.prior_em_[:, None]
+            interval = np.clip(center + widen * (interval - center), 0.0, 1.0)
+            se = se * widen
+        # a percentile interval of a skewed bootstrap (a prior near the floor) can miss
+        # the estimate it is the interval of: the reported interval always holds it
+        points = np.stack([self.prior_, self.prior_em_], axis=1)
+        interval[:, 0] = np.minimum(interval[:, 0], points.min(axis=1))
+        interval[:, 1] = np.maximum(interval[:, 1], points.max(axis=1))
+        return interval, se
+
+    def __sklearn_clone__(self):
+        """An unfitted copy with the same parameters and the same wrapped model.
+
+        ``PriorShiftAdapter`` adapts a fitted model and never fits one, so the model is
+        kept as it is (scikit-learn's ``clone`` would clone it unfitted, as it does any
+        estimator parameter; ``FrozenEstimator`` is kept the same way). Every other
+        parameter is cloned as ``clone`` does: grid searches, ``cross_val_score`` and
+        Pipelines get an adapter whose ``fit`` works.
+        """
+        params = self.get_params(deep=False)
+        estimator = params.pop("estimator")
+        params = {name: clone(value, safe=False) for name, value in params.items()}
+        new = type(self)(estimator, **params)
+        for name in ("_metadata_request", "_sklearn_output_config"):
+            if hasattr(self, name):
+                setattr(new, name, copy.deepcopy(getattr(self, name)))
+        return new
 
     def predict_proba(self, X):
         """The wrapped model's probabilities moved to ``prior_`` by Bayes' rule.

@@ -1,0 +1,255 @@
+"""The EM estimate of class priors: the safeguarded SQUAREM reaches plain EM's maximum,
+including the cells where the unguarded one stalled at the prior floor.
+
+Real data as users hold it: the shared diabetes table read by pandas, a logistic
+regression calibrated on rows subsampled to 12% positives, target rows of the table's
+own held-out rows at other balances. Generated cells (exact posteriors of Gaussian
+classes) only as an addition, through hypothesis.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from bernonnx import PriorShiftAdapter
+from bernonnx._core.priors import _em_eval, em_priors, kkt_residual
+from bernonnx.datasets import load_diabetes_brfss
+
+FLOOR = 1e-6
+
+
+def _plain(proba, train_prior, **kw):
+    """Plain EM (Saerens et al. 2002), run to a KKT residual far below the test's 1e-6."""
+    prior, n_iter, residual = em_priors(
+        proba, train_prior, accelerate=False, tol=1e-11, max_iter=200_000, **kw
+    )
+    assert residual < 1e-11, (n_iter, residual)
+    return prior
+
+
+@pytest.fixture(scope="module")
+def diabetes_12():
+    """A logistic regression calibrated (sigmoid, 3 folds) on 12% positive diabetes rows,
+    and the held-out rows with their labels."""
+    X, y = load_diabetes_brfss()
+    order = np.random.default_rng(0).permutation(len(X))[:20_000]
+    X, y = X.iloc[order].reset_index(drop=True), y.to_numpy()[order]
+    train = np.arange(10_000)
+    neg, pos = train[y[train] == 0], train[y[train] == 1]
+    train = np.concatenate([neg, pos[: int(0.12 / 0.88 * len(neg))]])
+    model = CalibratedClassifierCV(
+        make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)), cv=3
+    ).fit(X.iloc[train], y[train])
+    train_prior = np.bincount(y[train]) / len(train)
+    return model, train_prior, X.iloc[10_000:], y[10_000:]
+
+
+def _balanced(y, rate, n, seed=0):
+    rng = np.random.default_rng(seed)
+    k = int(round(rate * n))
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    return np.concatenate([rng.choice(pos, k, replace=False), rng.choice(neg, n - k, False)])
+
+
+def test_balanced_target_does_not_stall_at_the_floor(diabetes_12):
+    # the unguarded SQUAREM put the positive prior at the floor (0.0016 after 1,000
+    # steps) where plain EM reaches 0.499 in 68
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, 0.5, 2772)
+    proba = model.predict_proba(X.iloc[rows])
+    fast, n_fast, residual = em_priors(proba, train_prior)
+    np.testing.assert_allclose(fast, _plain(proba, train_prior), atol=1e-6)
+    assert residual < 1e-8 and n_fast < 100
+    assert abs(fast[1] - 0.5) < 0.05
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        adapter = PriorShiftAdapter(
+            FrozenEstimator(model), train_prior=train_prior, n_bootstrap=40, random_state=0
+        ).fit(X.iloc[rows])
+    np.testing.assert_allclose(adapter.prior_em_, fast, atol=1e-7)
+    low, high = adapter.prior_interval_[1]
+    assert low <= adapter.prior_[1] <= high and low <= 0.5 <= high
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.002, 0.02, 0.12, 0.5, 0.9, 0.995, 1.0])
+@pytest.mark.parametrize("n", [300, 1200])
+def test_accelerated_em_equals_plain_em_on_real_cells(diabetes_12, rate, n):
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, rate, n, seed=int(rate * 1000) + n)
+    proba = model.predict_proba(X.iloc[rows])
+    fast, _, residual = em_priors(proba, train_prior)
+    assert residual < 1e-8
+    np.testing.assert_allclose(fast, _plain(proba, train_prior), atol=1e-6)
+
+
+def test_bootstrap_rows_each_reach_their_own_maximum(diabetes_12):
+    model, train_prior, X, y = diabetes_12
+    proba = model.predict_proba(X.iloc[_balanced(y, 0.5, 500)])
+    rng = np.random.default_rng(1)
+    weights = rng.multinomial(500, np.full(500, 1 / 500), size=6).astype(float)
+    batch, _, residual = em_priors(proba, train_prior, weights=weights)
+    assert residual < 1e-8
+    for row, w in zip(batch, weights, strict=True):
+        np.testing.assert_allclose(row, _plain(proba, train_prior, weights=w), atol=1e-6)
+
+
+def test_the_stopping_rule_is_the_gradient_not_the_step():
+    # a start at the floor where the data want 0.3: EM's first steps move the prior by
+    # about 1e-6 each (prior times gradient), below any step tolerance, yet the KKT
+    # residual (the gradient) is large and EM goes on
+    rng = np.random.default_rng(0)
+    y = rng.random(2000) < 0.3
+    score = rng.normal(np.where(y, 1.0, -1.0), 1.0)
+    p1 = 1.0 / (1.0 + np.exp(-2.0 * score))  # exact posterior at priors 0.5 / 0.5
+    proba = np.column_stack([1 - p1, p1])
+    train = np.array([0.5, 0.5])
+    start = np.array([1 - FLOOR, FLOOR])
+    _, grad = _em_eval(proba / train, start[None], np.ones((2000, 1)), np.array([2000.0]))
+    assert kkt_residual(start[None], grad, FLOOR)[0] > 0.5
+    fast, _, residual = em_priors(proba, train, start=start)
+    plain = _plain(proba, train, start=start)
+    np.testing.assert_allclose(fast, plain, atol=1e-6)
+    assert residual < 1e-8 and abs(fast[1] - 0.3) < 0.05
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None)
+@given(
+    k=st.integers(2, 4),
+    n=st.sampled_from([150, 600, 2500]),
+    concentration=st.sampled_from([0.05, 0.3, 1.0, 5.0]),
+    separation=st.floats(0.2, 3.0),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_accelerated_em_equals_plain_em_on_generated_cells(k, n, concentration, separation, seed):
+    # Gaussian classes on a line with exact posteriors for the training priors; target
+    # priors from a Dirichlet whose small concentrations put classes near 0 and near 1
+    rng = np.random.default_rng(seed)
+    train = rng.dirichlet(np.full(k, 2.0))
+    target = rng.dirichlet(np.full(k, concentration))
+    labels = rng.choice(k, n, p=target)
+    means = separation * np.arange(k)
+    x = rng.normal(means[labels], 1.0)
+    logits = -0.5 * (x[:, None] - means[None]) ** 2 + np.log(train)
+    proba = np.exp(logits - logits.max(axis=1, keepdims=True))
+    proba /= proba.sum(axis=1, keepdims=True)
+    fast, _, residual = em_priors(proba, train, max_iter=20_000)
+    assert residual < 1e-8
+    np.testing.assert_allclose(fast, _plain(proba, train), atol=1e-6)
+
+
+# ------------------------------------------- what the estimate keeps, and its interval
+
+
+def test_a_move_the_data_are_sure_of_is_kept(diabetes_12):
+    # target rows without a single positive: EM takes the positive prior to (near) the
+    # floor and the shrinkage must not pull it back toward 0.12 (the Fisher rule gave
+    # 0.18 on such rows); the adapted log loss is then near the 0 there was to take
+    model, train_prior, X, y = diabetes_12
+    rows = np.flatnonzero(y == 0)[:2000]
+    adapter = PriorShiftAdapter(
+        FrozenEstimator(model), train_prior=train_prior, n_bootstrap=30, random_state=0
+    ).fit(X.iloc[rows])
+    em, _, _ = em_priors(model.predict_proba(X.iloc[rows]), train_prior)
+    assert em[1] < 0.01
+    assert adapter.prior_[1] < 2 * em[1]
+    raw = -np.log(model.predict_proba(X.iloc[rows])[:, 0]).mean()
+    adapted = -np.log(adapter.predict_proba(X.iloc[rows])[:, 0]).mean()
+    assert adapted < 0.25 * raw
+    low, high = adapter.prior_interval_[1]
+    assert low <= adapter.prior_[1] <= high and low <= adapter.prior_em_[1] <= high
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.05, 0.139, 0.5, 0.97])
+def test_interval_holds_its_point_estimates(diabetes_12, rate):
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, rate, 400, seed=3)
+    adapter = PriorShiftAdapter(
+        FrozenEstimator(model), train_prior=train_prior, n_bootstrap=40, random_state=0
+    ).fit(X.iloc[rows])
+    for points in (adapter.prior_, adapter.prior_em_):
+        assert np.all(adapter.prior_interval_[:, 0] <= points)
+        assert np.all(points <= adapter.prior_interval_[:, 1])
+
+
+def test_bootstrap_in_blocks_is_the_bootstrap(diabetes_12, monkeypatch):
+    # the block size bounds memory; resamples estimated one at a time give the same
+    # interval as resamples estimated 16 at a time (same draws, same EM)
+    import bernonnx.shift._adapter as module
+
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, 0.3, 600, seed=4)
+    kw = dict(train_prior=train_prior, n_bootstrap=32, random_state=0)
+    wide = PriorShiftAdapter(FrozenEstimator(model), **kw).fit(X.iloc[rows])
+    monkeypatch.setattr(module, "_BOOTSTRAP_CELLS", 600)
+    narrow = PriorShiftAdapter(FrozenEstimator(model), **kw).fit(X.iloc[rows])
+    np.testing.assert_allclose(narrow.prior_interval_, wide.prior_interval_, atol=1e-6)
+    np.testing.assert_allclose(narrow.prior_se_, wide.prior_se_, atol=1e-6)
+
+
+# ------------------------------------------------------------------ clone and search
+
+
+def test_clone_keeps_the_fitted_model(diabetes_12):
+    from sklearn.base import clone
+
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, 0.4, 500, seed=5)
+    adapter = PriorShiftAdapter(model, train_prior=train_prior, n_bootstrap=0)
+    copy = clone(adapter)
+    assert copy is not adapter and copy.estimator is model
+    assert copy.get_params(deep=False).keys() == adapter.get_params(deep=False).keys()
+    np.testing.assert_array_equal(copy.fit(X.iloc[rows]).prior_, adapter.fit(X.iloc[rows]).prior_)
+    assert not hasattr(clone(copy), "prior_")  # a clone is unfitted
+
+
+def test_grid_search_and_cross_validation_over_an_adapter(diabetes_12):
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, 0.45, 900, seed=6)
+    before = model.predict_proba(X.iloc[rows[:5]])
+    adapter = PriorShiftAdapter(model, train_prior=train_prior, n_bootstrap=0)
+    search = GridSearchCV(adapter, {"shrinkage": [0.0, 2.0, 8.0]}, scoring="neg_log_loss", cv=3)
+    search.fit(X.iloc[rows], y[rows])  # labels are only read by the score
+    assert search.best_estimator_.estimator is model
+    assert search.best_estimator_.prior_[1] > 0.3  # it moved toward the target's 0.45
+    scores = cross_val_score(adapter, X.iloc[rows], y[rows], scoring="neg_log_loss", cv=3)
+    assert np.all(np.isfinite(scores))
+    np.testing.assert_array_equal(model.predict_proba(X.iloc[rows[:5]]), before)  # not refit
+
+
+def test_interval_widened_for_the_calibration_rows(diabetes_12):
+    # the calibrator's sampling error adds the variance of an estimate from its m rows:
+    # the bootstrap interval about prior_em_ grows by sqrt(1 + n / m), same draws
+    from sklearn.frozen import FrozenEstimator as Frozen
+
+    from bernonnx import BernsteinCalibrator, CalibratedClassifier
+
+    model, train_prior, X, y = diabetes_12
+    clf = CalibratedClassifier(Frozen(model), BernsteinCalibrator(degree=4))
+    clf.fit(X.iloc[:1500], y[:1500])
+    rows = _balanced(y[2000:], 0.3, 600, seed=7) + 2000
+    read = PriorShiftAdapter(clf, n_bootstrap=40, random_state=0).fit(X.iloc[rows])
+    assert read.calibration_rows_ == 1500.0
+    alone = PriorShiftAdapter(clf, calibration_rows=1e15, n_bootstrap=40, random_state=0)
+    alone.fit(X.iloc[rows])
+    factor = np.sqrt(1 + 600 / 1500)
+    center = read.prior_em_[:, None]
+    np.testing.assert_allclose(
+        read.prior_interval_ - center, factor * (alone.prior_interval_ - center), atol=1e-9
+    )
+    np.testing.assert_allclose(read.prior_se_, factor * alone.prior_se_, rtol=1e-9)
+    given = PriorShiftAdapter(model, train_prior=train_prior, n_bootstrap=40, random_state=0)
+    assert given.fit(X.iloc[rows]).calibration_rows_ is None  # unknown: not widened
