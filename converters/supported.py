@@ -41,7 +41,12 @@ from bernonnx.converters.exact_preprocessing import imputer_is_simple
 from bernonnx.converters.shift import inner_model
 from bernonnx.shift import PriorShiftAdapter
 
-__all__ = ["INEXACT_REASONS", "float32_fit_problems", "unsupported_steps"]
+__all__ = [
+    "INEXACT_REASONS",
+    "float32_fit_problems",
+    "step_maps_behind_models",
+    "unsupported_steps",
+]
 
 _EXACT_SCALERS = (StandardScaler, RobustScaler, MinMaxScaler, MaxAbsScaler)
 
@@ -191,6 +196,26 @@ def unsupported_steps(model) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
+def step_maps_behind_models(model) -> list[str]:
+    """The class names of the calibrators behind a base model that jump at every
+    calibration score (``VennAbersCalibrator``): a score a base model's float32 graph
+    computes a few float32 units off Python's lands on another step, so their graphs
+    are float64 (``to_onnx`` refuses float32 for them)."""
+    from bernonnx.binary.venn_abers import VennAbersCalibrator
+
+    if isinstance(model, Pipeline):
+        model = model.steps[-1][1]
+    if isinstance(model, PriorShiftAdapter):
+        model = getattr(model, "estimator_", model)
+    names = [
+        type(cal).__name__
+        for pair in getattr(model, "calibrated_classifiers_", [])
+        for cal in pair.calibrators
+        if isinstance(cal, VennAbersCalibrator)
+    ]
+    return list(dict.fromkeys(names))
+
+
 def float32_fit_problems(model, float64_graph: bool) -> list[str]:
     """Steps a graph cannot reproduce on float32 data: models fitted on float32 data
     compute in float32 with BLAS (linear models, MLPs: a float32 graph is within its
@@ -220,10 +245,14 @@ def float32_fit_problems(model, float64_graph: bool) -> list[str]:
             continue
         coef = getattr(final, "coef_", None)
         if float64_graph and coef is not None and np.asarray(coef).dtype == np.float32:
+            instead = (
+                "a float32 graph cannot hold a Venn-Abers calibrator's ties"
+                if step_maps_behind_models(model)
+                else "export dtype=np.float32 (within 1e-6)"
+            )
             problems.append(
                 f"{name} was fitted on float32 data and computes in float32 (BLAS sums), "
-                "which a float64 graph cannot repeat: export dtype=np.float32 (within "
-                "1e-6), or fit on float64 data"
+                f"which a float64 graph cannot repeat: {instead}, or fit on float64 data"
             )
     return list(dict.fromkeys(problems))
 
