@@ -673,3 +673,63 @@ def test_venn_abers_attach_refuses_float32_output_it_was_not_fitted_on():
     cal = VennAbersCalibrator().fit(model.predict_proba(X[2000:])[:, 1], y[2000:])
     with pytest.raises(ValueError, match="float32 does not hold"):
         attach(onx, cal, output="probabilities", column=1)
+
+
+@pytest.mark.parametrize("factor", [1e155, 1e300, 1e-310])
+def test_quadratic_fits_extreme_score_scales_as_the_same_map(factor):
+    # magic's logistic-regression decision values times 1e155 / 1e300 raised OverflowError
+    # and times 1e-310 ZeroDivisionError in fit; a power of two now brings them to [0.5, 1)
+    # inside, the map is the same function of the raw score, and the graph computes it
+    try:
+        s, y = calibration_scores("magic", LogisticRegression(max_iter=500), "decision_function")
+    except DataMissing as exc:
+        pytest.skip(str(exc))
+    s, y = s[:3000], y[:3000]
+    plain = QuadraticScalingCalibrator(input="logits").fit(s, y)
+    scaled = QuadraticScalingCalibrator(input="logits").fit(s * factor, y)
+    assert scaled.log2_scale_ != 0 and np.isfinite(scaled.terms_).all()
+    # subnormal scores keep fewer bits: the fit sees slightly rounded scores there
+    atol = 1e-9 if factor < 1 else 1e-12
+    np.testing.assert_allclose(
+        scaled.predict_proba(s * factor), plain.predict_proba(s), atol=atol, rtol=0
+    )
+    top = float(np.finfo(np.float64).max)
+    g = np.sort(np.r_[s * factor, -top, top, 0.0, 5e-324, -5e-324, s.max() * factor * 2])
+    label, proba = run_onnx(to_onnx(scaled, g[:1, None]), g[:, None])
+    np.testing.assert_allclose(proba, scaled.predict_proba(g), atol=tolerance(np.float64), rtol=0)
+    assert np.all(np.diff(proba[:, 1]) >= 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    curve=st.floats(-0.6, 0.6),
+    spread=st.floats(0.3, 6.0),
+    kind=st.sampled_from(["logits", "proba"]),
+)
+def test_quadratic_computed_map_never_decreases(seed, curve, spread, kind):
+    # the adversarial pass saw the computed map fall by ~2e-16 steps on a fine grid (the
+    # quadratic c + b v + a v^2 rounds down where a slope is 0); every rounded operation
+    # of the map is now monotone: a fine grid over the fitted range, ulp steps at both
+    # ends, the tails and the saturation never decrease
+    rng = np.random.default_rng(seed)
+    l = rng.normal(scale=spread, size=300)
+    y = (rng.random(300) < 1 / (1 + np.exp(-(curve * l * l + l)))).astype(int)
+    s = l if kind == "logits" else 1 / (1 + np.exp(-l))
+    cal = QuadraticScalingCalibrator(input=kind).fit(s, y)
+    lo, hi = float(s.min()), float(s.max())
+    steps = np.arange(-3000, 3000)
+    g = np.r_[
+        np.linspace(lo, hi, 50_001),
+        lo + steps * np.spacing(lo),
+        hi + steps * np.spacing(hi),
+        np.linspace(lo - 100 * spread, hi + 100 * spread, 2001),
+    ]
+    if kind == "proba":
+        g = np.r_[g, np.linspace(0, 1e-12, 1001), 1 - np.linspace(0, 1e-12, 1001), 0.0, 1.0]
+        g = g[(g >= 0) & (g <= 1)]
+    else:
+        top = float(np.finfo(np.float64).max)
+        g = np.r_[g, -top, top, -1e300, 1e300, 700.0, -700.0, 40.0, -40.0]
+    q = cal.predict_proba(np.sort(g))[:, 1]
+    assert np.all(np.diff(q) >= 0)
