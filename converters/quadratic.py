@@ -14,7 +14,7 @@ On the float64 score ``s`` (N, 1)::
 
 from __future__ import annotations
 
-from bernonnx.binary.quadratic import scale_factors
+from bernonnx._core.scale import factors
 from bernonnx.converters._graph import GraphWriter
 from bernonnx.converters.beta import clipped_logs, sigmoid_pair
 
@@ -29,7 +29,7 @@ def emit_quadratic(
         log_c, log_1mc = clipped_logs(g, scores, cal.eps)
         l = g.node("Sub", [log_c, log_1mc], "logit")
     if cal.log2_scale_ != 0:
-        for i, factor in enumerate(scale_factors(cal.log2_scale_)):
+        for i, factor in enumerate(factors(cal.log2_scale_)):
             l = g.node("Mul", [l, g.const(f"scale_{i}", factor)], f"scaled_{i}")
     low, high = float(cal.low_), float(cal.high_)
     u = g.node("Min", [g.node("Max", [l, g.const("low", low)]), g.const("high", high)], "u")

@@ -44,6 +44,7 @@ from bernonnx.shift import PriorShiftAdapter
 __all__ = [
     "INEXACT_REASONS",
     "float32_fit_problems",
+    "float64_only_steps",
     "step_maps_behind_models",
     "unsupported_steps",
 ]
@@ -214,6 +215,20 @@ def step_maps_behind_models(model) -> list[str]:
         if isinstance(cal, VennAbersCalibrator)
     ]
     return list(dict.fromkeys(names))
+
+
+def float64_only_steps(model, float32_data: bool, dtype) -> bool:
+    """Whether ``model`` needs a float64 graph (:func:`step_maps_behind_models`); a
+    ``ValueError`` naming ``dtype`` when float32 data come with ``dtype=np.float32``."""
+    names = step_maps_behind_models(model)
+    if names and float32_data and dtype is not None and np.dtype(dtype) == np.float32:
+        raise ValueError(
+            f"dtype=np.float32 cannot show {names[0]} exact: it jumps at every "
+            "calibration score, and the base model's float32 graph computes scores a few "
+            "float32 units off Python's, so a score equal to a calibration score in Python "
+            "lands on another step in the graph; use dtype=np.float64 (the default here)"
+        )
+    return bool(names)
 
 
 def float32_fit_problems(model, float64_graph: bool) -> list[str]:

@@ -13,6 +13,7 @@ from scipy.special import expit
 
 from bernonnx._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
 from bernonnx._core.logistic import fit_nonnegative_logistic
+from bernonnx._core.scale import factors, rescaled, unit_exponent
 from bernonnx._validation import _fit_context
 
 from ._input import INPUT_CONSTRAINTS, logit, resolve_input
@@ -20,27 +21,9 @@ from ._input import INPUT_CONSTRAINTS, logit, resolve_input
 __all__ = ["QuadraticScalingCalibrator"]
 
 
-#: Log-odds whose largest magnitude is beyond ``2**LIMIT`` or below ``2**-LIMIT`` are
-#: multiplied by a power of two first (see ``log2_scale_``): beyond, ``half_width_ ** 2``
-#: overflows; below, the tail slopes per unit (``d / half_width_``) do.
-LIMIT = 500
-
-
-def scale_factors(exponent: int) -> tuple[float, float]:
-    """``2**exponent`` as two factors float64 holds (``2**1026`` is beyond its range);
-    multiplying by each in turn is exact wherever the result is a normal float."""
-    half = exponent // 2
-    return 2.0**half, 2.0 ** (exponent - half)
-
-
 def scaled_logit(est, s: np.ndarray) -> np.ndarray:
     """The log-odds the map reads, times ``2**log2_scale_`` (the graph's two Muls)."""
-    l = logit(est, s)
-    if est.log2_scale_ == 0:
-        return l
-    first, second = scale_factors(est.log2_scale_)
-    with np.errstate(over="ignore", under="ignore"):  # a score beyond the range: +-inf
-        return (l * first) * second
+    return rescaled(logit(est, s), est.log2_scale_)
 
 
 def quadratic_eta(est, s: np.ndarray) -> np.ndarray:
@@ -213,10 +196,8 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
     def _fit_rows(self, s, target, w):
         self.input_ = resolve_input(self, s)
         l = logit(self, s)
-        top = float(np.max(np.abs(l)))
-        exponent = int(np.frexp(top)[1]) if top > 0 else 0
-        # log-odds beyond 2**+-LIMIT: a power of two brings the largest to [0.5, 1), exact
-        self.log2_scale_ = -exponent if abs(exponent) > LIMIT else 0
+        # log-odds beyond 2**+-500: a power of two brings the largest to [0.5, 1), exact
+        self.log2_scale_ = unit_exponent(float(np.max(np.abs(l))))
         l = scaled_logit(self, s)
         lo, hi = float(l.min()), float(l.max())
         # halves first: lo + hi and hi - lo may overflow for |l| near the float max
@@ -238,7 +219,7 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
                 self.linear_ / half - 2 * a * center,
                 a,
             ]
-            for factor in scale_factors(self.log2_scale_):  # l' = l * 2**log2_scale_
+            for factor in factors(self.log2_scale_):  # l' = l * 2**log2_scale_
                 coef = [coef[0], coef[1] * factor, coef[2] * factor * factor]
             self.coef_ = np.array(coef, dtype=np.float64)
         return self

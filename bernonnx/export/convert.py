@@ -296,8 +296,8 @@ def to_onnx(
     from bernonnx.converters.shift import PRIORS_INPUT
     from bernonnx.converters.supported import (
         float32_fit_problems,
+        float64_only_steps,
         refusal,
-        step_maps_behind_models,
         unsupported_steps,
     )
 
@@ -336,16 +336,9 @@ def to_onnx(
         raise NotImplementedError(refusal(problems))
 
     float32_data = _is_float32_data(X_sample)
-    step_maps = step_maps_behind_models(model)
-    if step_maps and float32_data and dtype is not None and np.dtype(dtype) == np.float32:
-        raise ValueError(
-            f"dtype=np.float32 cannot show {step_maps[0]} exact: it jumps at every "
-            "calibration score, and the base model's float32 graph computes scores a few "
-            "float32 units off Python's, so a score equal to a calibration score in Python "
-            "lands on another step in the graph; use dtype=np.float64 (the default here)"
-        )
+    float64_only = float64_only_steps(model, float32_data, dtype)  # Venn-Abers
     dtype = (
-        np.dtype(np.float32 if float32_data and not step_maps else np.float64)
+        np.dtype(np.float32 if float32_data and not float64_only else np.float64)
         if dtype is None
         else np.dtype(dtype)
     )
