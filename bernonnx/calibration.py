@@ -21,6 +21,7 @@ from ._core.priors import class_prior
 from ._meta import (
     as_scores,
     check_fit_data,
+    check_fold_classes,
     check_folds,
     check_frozen_classes,
     combine_one_vs_rest,
@@ -379,6 +380,8 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
             self.calibrated_classifiers_ = [pair]
         else:
             cv = check_folds(self.cv, X, y, y_enc)
+            if ensemble:
+                check_fold_classes(cv, X, y, y_enc, self.classes_, refit=not frozen)
             if ensemble:
                 self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
                     delayed(_fit_pair)(
