@@ -41,7 +41,18 @@ from .temperature_bernstein import TemperatureBernsteinCalibrator
 __all__ = ["CalibratedClassifier"]
 
 
-def _multiclass_default(method: str, log_odds: bool) -> TemperatureBernsteinCalibrator:
+class _DefaultCalibrator(BernsteinCalibrator):
+    """What ``set_params(calibrator__degree=8)`` puts in place of ``calibrator=None``
+    (``NoneDefaultsMixin``): a ``BernsteinCalibrator`` for two classes; for more, its
+    ``degree`` and ``n_folds`` reach the multiclass default (the same method), and its
+    other parameters, which that default does not have, are refused."""
+
+
+#: the stand-in's parameters the multiclass default takes, under the same names
+_SHARED = ("degree", "n_folds")
+
+
+def _multiclass_default(method: str, log_odds: bool, stand_in=None):
     """The default calibrator of K > 2 classes, told what its score columns are."""
     if log_odds:
         kind = "log_odds"
@@ -49,7 +60,24 @@ def _multiclass_default(method: str, log_odds: bool) -> TemperatureBernsteinCali
         kind = "proba"
     else:
         kind = "logits"
-    return TemperatureBernsteinCalibrator(input=kind, scaling="sms")
+    params = {}
+    if stand_in is not None:
+        defaults = BernsteinCalibrator().get_params()
+        # a degree may be a list of candidates: compared as a string, not elementwise
+        changed = {
+            k: v for k, v in stand_in.get_params().items() if repr(v) != repr(defaults[k])
+        }
+        other = sorted(set(changed) - set(_SHARED))
+        if other:
+            raise ValueError(
+                f"calibrator__{other[0]}={changed[other[0]]!r} sets a parameter of the "
+                "two-class default (BernsteinCalibrator); with more than two classes the "
+                "default is TemperatureBernsteinCalibrator(scaling='sms'), which takes "
+                f"calibrator__{' and calibrator__'.join(_SHARED)} only: pass a calibrator "
+                "explicitly (calibrator=BernsteinCalibrator(...) for one-vs-rest maps)"
+            )
+        params = {k: changed[k] for k in _SHARED if k in changed}
+    return TemperatureBernsteinCalibrator(input=kind, scaling="sms", **params)
 
 
 def _reads_probabilities(calibrator) -> bool:
@@ -216,6 +244,10 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         SMS itself, a temperature on its logits, or a per-class monotone correction
         on top, whichever has the least 5-fold log loss on the calibration rows
         (the correction only when it wins by more than two standard errors).
+        ``set_params(calibrator__degree=8)`` tunes that default: the Bernstein
+        map's degree for two classes, the correction's for more
+        (``calibrator__n_folds`` likewise); other nested parameters exist only
+        for two classes, and ``fit`` refuses them for more.
     cv : int, cross-validation generator or iterable, default=None
         Folds as in ``CalibratedClassifierCV`` (None: 5-fold stratified).
     ensemble : bool or "auto", default="auto"
@@ -307,7 +339,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
 
     #: What ``None`` stands for, per parameter (``NoneDefaultsMixin``): nested
     #: parameters such as ``calibrator__degree`` reach these defaults.
-    _DEFAULTS = {"estimator": LinearSVC, "calibrator": BernsteinCalibrator}
+    _DEFAULTS = {"estimator": LinearSVC, "calibrator": _DefaultCalibrator}
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None, **fit_params):
@@ -349,11 +381,14 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                 and log_odds_source(estimator, method, True) == "log_proba"
             )
         self.log_odds_ = log_odds
-        if self.calibrator is None and self.classes_.shape[0] > 2:
+        stand_in = type(self.calibrator) is _DefaultCalibrator  # the default, tuned
+        if (self.calibrator is None or stand_in) and self.classes_.shape[0] > 2:
             # one-vs-rest Bernstein maps, renormalised, made calibrated multiclass
             # models worse; SMS leads CalArena's multiclass table: the default starts
             # from it and adds a correction only where 5-fold log loss says so
-            calibrator = _multiclass_default(method, log_odds)
+            calibrator = _multiclass_default(method, log_odds, self.calibrator)
+        elif stand_in:
+            calibrator = BernsteinCalibrator(**self.calibrator.get_params())
         calibrator = _told_its_input(calibrator, method, log_odds)
         fit_kw = dict(fit_params)
         if not frozen:

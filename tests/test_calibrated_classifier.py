@@ -264,3 +264,28 @@ def test_a_fold_without_a_class_is_refused_naming_fold_class_and_rows():
     # the same rows in stratified folds fit, every class in every fold
     clf = CalibratedClassifier(model, cv=StratifiedKFold(3)).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+def test_tuning_the_default_calibrator_keeps_the_multiclass_method():
+    # set_params(calibrator__degree=8) on three classes silently swapped the structured
+    # matrix scaling default for one-vs-rest Bernstein maps; the degree now reaches the
+    # multiclass default's correction (TemperatureBernsteinCalibrator(scaling="sms"))
+    X, y = _credit_education()
+    X, y = X[y != 5], y[y != 5]
+    three = np.where(np.arange(y.shape[0]) % 3 == 0, 2, y)  # a third class, from rows
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    tuned = CalibratedClassifier(model, cv=3).set_params(calibrator__degree=8)
+    fitted = clone(tuned).fit(X, three)  # clone keeps the stand-in
+    for pair in fitted.calibrated_classifiers_:
+        (cal,) = pair.calibrators
+        assert type(cal).__name__ == "TemperatureBernsteinCalibrator"
+        assert cal.degree == 8 and cal.scaling == "sms"
+    # two classes: the Bernstein default with that degree, as if passed explicitly
+    binary = clone(tuned).fit(X, y)
+    explicit = CalibratedClassifier(model, BernsteinCalibrator(degree=8), cv=3).fit(X, y)
+    assert type(binary.calibrated_classifiers_[0].calibrators[0]) is BernsteinCalibrator
+    np.testing.assert_array_equal(binary.predict_proba(X), explicit.predict_proba(X))
+    # a parameter the multiclass default lacks says the method would change
+    other = CalibratedClassifier(model, cv=3).set_params(calibrator__loss="squared")
+    with pytest.raises(ValueError, match=r"calibrator__loss='squared' sets a parameter of the"):
+        other.fit(X, three)
