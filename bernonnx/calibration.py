@@ -64,9 +64,7 @@ def _multiclass_default(method: str, log_odds: bool, stand_in=None):
     if stand_in is not None:
         defaults = BernsteinCalibrator().get_params()
         # a degree may be a list of candidates: compared as a string, not elementwise
-        changed = {
-            k: v for k, v in stand_in.get_params().items() if repr(v) != repr(defaults[k])
-        }
+        changed = {k: v for k, v in stand_in.get_params().items() if repr(v) != repr(defaults[k])}
         other = sorted(set(changed) - set(_SHARED))
         if other:
             raise ValueError(
