@@ -169,6 +169,12 @@ def _fit_labelled(method, S: np.ndarray, labels, args):
     the data is one :class:`InputError` naming it.
     """
     calibrator = method.make()
+    read_as = ""
+    if calibrator.get_params().get("input") == "logits" and S.min() >= 0.0 and S.max() <= 1.0:
+        # the temperature family reads logits by default; scores all in [0, 1] are
+        # probabilities here (read as log-odds, a temperature fits to infinity: p = 1/2)
+        calibrator.set_params(input="proba")
+        read_as = "; scores all in [0, 1], read as probabilities (input='proba')"
     multiclass = entry_for(calibrator).multiclass and S.shape[1] > 1
     if multiclass:
         if args.pos_label is not None:
@@ -203,7 +209,15 @@ def _fit_labelled(method, S: np.ndarray, labels, args):
         raise InputError(
             f"method {method.name!r} cannot be fitted on {len(y)} rows ({counted}): {reason}"
         ) from exc
-    return calibrator, described
+    proba = calibrator.predict_proba(S)
+    if np.ptp(S, axis=0).max() > 0.0 and np.ptp(proba, axis=0).max() == 0.0:
+        raise InputError(
+            f"method {method.name!r} maps every row of the file to the same probabilities "
+            f"({', '.join(f'{v:.4g}' for v in proba[0])}): the scores give it no ranking to "
+            "calibrate (are they the kind the method reads? temperature scaling and the "
+            "scalings read logits); nothing was written"
+        )
+    return calibrator, described + read_as
 
 
 def _fit_in_memory(method, args, progress: _Progress):
