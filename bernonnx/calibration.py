@@ -238,7 +238,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         for a multiclass calibrator, which reads all K columns).
         None: ``BernsteinCalibrator()`` for two classes; for more,
         ``TemperatureBernsteinCalibrator(scaling="sms")`` (its ``input`` set to
-        what the scores are): structured matrix scaling (Berta et al. 2025), then
+        what the scores are): structured matrix scaling (Berta et al. 2026), then
         SMS itself, a temperature on its logits, or a per-class monotone correction
         on top, whichever has the least 5-fold log loss on the calibration rows
         (the correction only when it wins by more than two standard errors).

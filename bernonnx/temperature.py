@@ -2,7 +2,7 @@
 
 Multiclass calibrators of a model's logits: ``softmax`` of an affine map of them, from
 one parameter (temperature) through one factor and bias per class (vector scaling) to a
-full matrix (matrix scaling); the structured forms (Berta et al. 2025: SVS, SMS) run
+full matrix (matrix scaling); the structured forms (Berta et al. 2026: SVS, SMS) run
 temperature scaling first and keep the map near the identity with a ridge penalty.
 Unlike the one-score calibrators they read all ``K`` score columns at once (*joint*
 calibrators, ``multiclass=True`` in ``bernonnx._registry``) and return ``K``

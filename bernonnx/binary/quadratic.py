@@ -50,7 +50,7 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
     r"""Quadratic scaling of the logit, monotone: ``logit(q) = a l^2 + b l + c`` on the
     fitted range of the log-odds ``l``, increasing there, linear beyond it.
 
-    CalArena's ``quadratic-scaling`` (``probmetrics``; Berta et al. 2025) is a
+    CalArena's ``quadratic-scaling`` (``probmetrics``; Berta et al. 2026) is a
     logistic regression on ``[1, l, l^2]``. A quadratic with ``a != 0`` turns
     back on one side, so that map reverses the ranking of extreme scores. Here
     the slope of the quadratic is constrained to be non-negative at both ends
@@ -150,9 +150,9 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
 
     References
     ----------
-    E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Structured matrix
-    scaling for multi-class calibration", 2025 (quadratic scaling; the
-    ``probmetrics`` package).
+    E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Structured Matrix
+    Scaling for Multi-Class Calibration", AISTATS 2026 (arXiv:2511.03685;
+    quadratic scaling; the ``probmetrics`` package).
     J. Platt, "Probabilistic outputs for support vector machines and
     comparisons to regularized likelihood methods", 1999.
 

@@ -211,12 +211,16 @@ def _fit_labelled(method, S: np.ndarray, labels, args):
         ) from exc
     proba = calibrator.predict_proba(S)
     if np.ptp(S, axis=0).max() > 0.0 and np.ptp(proba, axis=0).max() == 0.0:
-        raise InputError(
-            f"method {method.name!r} maps every row of the file to the same probabilities "
-            f"({', '.join(f'{v:.4g}' for v in proba[0])}): the scores give it no ranking to "
-            "calibrate (are they the kind the method reads? temperature scaling and the "
-            "scalings read logits); nothing was written"
-        )
+        shown = ", ".join(f"{v:.4g}" for v in proba[0])
+        if getattr(calibrator, "inverse_temperature_", None) == 0.0:
+            # temperature 'inf': uniform probabilities, whatever the labels' frequencies
+            raise InputError(
+                f"method {method.name!r} maps every row of the file to the same "
+                f"probabilities ({shown}): the scores give it no ranking to calibrate "
+                "(temperature_ = inf; are they the kind the method reads? temperature "
+                "scaling reads logits); nothing was written"
+            )
+        read_as += f"; CONSTANT: every row gets probabilities ({shown}), no ranking kept"
     return calibrator, described + read_as
 
 
