@@ -179,7 +179,7 @@ def _check_float32_ties(calibrator, dtype, output: str) -> None:
         raise ValueError(
             f"calibrator {type(calibrator).__name__} was fitted on scores float32 does not "
             f"hold ({int((~held).sum())} of {held.size} distinct, e.g. "
-            f"{scores[~held][0]!r}), and output {output!r} is float32: a row whose score "
+            f"{float(scores[~held][0])!r}), and output {output!r} is float32: a row whose score "
             "equals a calibration score in Python would land on another step of the map in "
             "the graph; fit the calibrator on the graph's own float32 scores (run the model "
             "graph on the calibration rows), or export a float64 model graph"
