@@ -13,7 +13,7 @@ from bernonnx._registry import entry_for
 from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
 from ._csv import _binary_target
 from ._files import _class_labels, _Outputs, _read_labelled
-from ._methods import _METHOD_LIST, _check_probabilities, _method
+from ._methods import _METHOD_LIST, _check_probabilities, _method, _reads_unit_scores
 from ._stream import (
     _UNBOUNDED,
     _bounded,
@@ -170,10 +170,7 @@ def _fit_labelled(method, S: np.ndarray, labels, args):
     """
     calibrator = method.make()
     read_as = ""
-    if calibrator.get_params().get("input") == "logits" and S.min() >= 0.0 and S.max() <= 1.0:
-        # the temperature family reads logits by default; scores all in [0, 1] are
-        # probabilities here (read as log-odds, a temperature fits to infinity: p = 1/2)
-        calibrator.set_params(input="proba")
+    if _reads_unit_scores(calibrator, S):
         read_as = "; scores all in [0, 1], read as probabilities (input='proba')"
     multiclass = entry_for(calibrator).multiclass and S.shape[1] > 1
     if multiclass:
