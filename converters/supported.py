@@ -199,9 +199,9 @@ def unsupported_steps(model) -> list[str]:
 
 def step_maps_behind_models(model) -> list[str]:
     """The class names of the calibrators behind a base model that jump at every
-    calibration score (``VennAbersCalibrator``): a score a base model's float32 graph
-    computes a few float32 units off Python's lands on another step, so their graphs
-    are float64 (``to_onnx`` refuses float32 for them)."""
+    calibration score (``VennAbersCalibrator``): the graph must give them the base
+    scores Python gives, to the tie band (1e-12 relative), or a calibration row lands on
+    another step."""
     from bernonnx.binary.venn_abers import VennAbersCalibrator
 
     if isinstance(model, Pipeline):
@@ -217,18 +217,40 @@ def step_maps_behind_models(model) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _computes_in_float32(model) -> list[str]:
+    """The base models that compute their scores in float32 in Python (fitted on float32
+    data: float32 BLAS sums), which no graph repeats to the last bit."""
+    names = []
+    for base, _, _, _ in _bases(model):
+        final, _ = final_and_inputs(base, None)
+        coef = getattr(final, "coef_", None)
+        layers = getattr(final, "coefs_", None)
+        if (coef is not None and np.asarray(coef).dtype == np.float32) or (
+            layers is not None and np.asarray(layers[0]).dtype == np.float32
+        ):
+            names.append(type(final).__name__)
+    return list(dict.fromkeys(names))
+
+
 def float64_only_steps(model, float32_data: bool, dtype) -> bool:
-    """Whether ``model`` needs a float64 graph (:func:`step_maps_behind_models`); a
-    ``ValueError`` naming ``dtype`` when float32 data come with ``dtype=np.float32``."""
+    """Whether float32 data need a float64 graph: a Venn-Abers calibrator behind a base
+    model that computes in float32 (:func:`step_maps_behind_models`), whose float32
+    graph sums in another order, a few float32 units off Python's scores, wider than the
+    tie band; a ``ValueError`` naming ``dtype`` for ``dtype=np.float32`` there. (A model
+    fitted on float64 data computes in float64 inside a float32 graph: kept.)"""
     names = step_maps_behind_models(model)
-    if names and float32_data and dtype is not None and np.dtype(dtype) == np.float32:
+    if not (names and float32_data):
+        return False
+    models = _computes_in_float32(model)
+    if models and dtype is not None and np.dtype(dtype) == np.float32:
         raise ValueError(
-            f"dtype=np.float32 cannot show {names[0]} exact: it jumps at every "
-            "calibration score, and the base model's float32 graph computes scores a few "
-            "float32 units off Python's, so a score equal to a calibration score in Python "
-            "lands on another step in the graph; use dtype=np.float64 (the default here)"
+            f"dtype=np.float32 cannot show {names[0]} exact behind {models[0]}, fitted on "
+            "float32 data: it jumps at every calibration score, and the graph sums the "
+            "model's float32 scores in another order, a few float32 units off Python's, so "
+            "a score equal to a calibration score in Python lands on another step in the "
+            "graph; fit the model on float64 data"
         )
-    return bool(names)
+    return bool(models)
 
 
 def float32_fit_problems(model, float64_graph: bool) -> list[str]:

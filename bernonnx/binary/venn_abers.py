@@ -150,12 +150,13 @@ class VennAbersCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     the same float64 operations: it equals ``predict_proba`` on every float64
     score, ``+-inf`` giving the limit of the largest floats and NaN giving
     NaN (``predict_proba`` refuses non-finite scores, and
-    :func:`~bernonnx.export.onnx_inputs` refuses what Python refuses). Its
-    graph behind a base model is float64 only: a base model's float32 graph
-    computes scores a few float32 units off Python's, beyond the band, so
-    :func:`~bernonnx.export.to_onnx` refuses ``dtype=np.float32`` for it and
-    :func:`~bernonnx.attach` refuses a float32 score output unless the map was
-    fitted on float32 scores (the graph's own).
+    :func:`~bernonnx.export.onnx_inputs` refuses what Python refuses). Behind
+    a base model, the graph must compute the base scores Python computes, to
+    the band: it does for a model fitted on float64 data (in float64, inside
+    a float32 graph too), not for one fitted on float32 data (float32 BLAS
+    sums, a few float32 units off), which :func:`~bernonnx.export.to_onnx`
+    refuses; :func:`~bernonnx.attach` refuses a float32 score output unless
+    the map was fitted on float32 scores (the graph's own).
 
     References
     ----------

@@ -216,11 +216,12 @@ def to_onnx(
     dtype : {None, np.float32, np.float64}, default=None
         Float type of the graph's numeric inputs and of the probabilities. None
         follows the data: float32 when every numeric value of ``X_sample`` is
-        float32, float64 otherwise (float64 and integer arrays or columns), and
-        float64 for a model calibrated by ``VennAbersCalibrator``, whose float32
-        graph is refused (a ``ValueError``): that map jumps at every calibration
-        score, and a base model's float32 graph computes scores a few float32
-        units off Python's. Inside the graph every stage computes in the
+        float32, float64 otherwise (float64 and integer arrays or columns). A
+        ``VennAbersCalibrator`` behind a model fitted on float32 data (float32
+        BLAS sums, which a graph repeats only to a few float32 units: that map
+        jumps at every calibration score) has no exact graph: ``np.float32`` is
+        refused with a ``ValueError``, float64 with the float32 fit's
+        ``NotImplementedError``. Inside the graph every stage computes in the
         precision scikit-learn uses on the data.
 
         ``np.float64`` for float32 data gives a float64 interface that casts its
