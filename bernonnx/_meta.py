@@ -11,7 +11,8 @@ gets and fit clones fold by fold; this module does it once for both.
   :func:`as_scores` maps a method's output to scores,
   :func:`combine_one_vs_rest` turns per-class probabilities into rows that sum to one;
 - fit data: :func:`check_fit_data`, :func:`fit_kwargs`, :func:`check_frozen_classes`;
-- folds: :func:`check_folds`, :func:`fit_fold`, :func:`out_of_fold_scores`.
+- folds: :func:`check_folds`, :func:`check_fold_classes`, :func:`fit_fold`,
+  :func:`out_of_fold_scores`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "as_scores",
     "booster_kind",
     "check_fit_data",
+    "check_fold_classes",
     "check_folds",
     "check_frozen_classes",
     "combine_one_vs_rest",
@@ -324,6 +326,36 @@ def check_folds(cv, X, y, y_enc):
             f"{n_folds} examples for at least one class"
         )
     return cv
+
+
+def check_fold_classes(cv, X, y, y_enc, classes, *, refit: bool) -> None:
+    """Refuse a fold whose calibration rows (or, when the classifier is ``refit`` on
+    each fold, training rows) lack a class, naming the fold, the class and its rows.
+
+    scikit-learn's ``CalibratedClassifierCV`` fits there: a class the fold's
+    classifier never saw gets probability 0 in that fold, and its one-vs-rest
+    calibrators fit on calibration rows of one class. A bernonnx calibrator needs
+    both labels of its problem (a multiclass one every class), and a fold's graph
+    every score column, so the fold is refused before any fit.
+    """
+    n_folds = cv.get_n_splits(X, y)
+    counts = np.bincount(y_enc, minlength=classes.shape[0])
+    for i, (train, test) in enumerate(cv.split(X, y), start=1):
+        for rows, role in ((train, "training"), (test, "calibration")):
+            if role == "training" and not refit:
+                continue
+            missing = np.flatnonzero(np.bincount(y_enc[rows], minlength=classes.shape[0]) == 0)
+            if missing.size:
+                k = int(missing[0])
+                raise ValueError(
+                    f"cv: fold {i} of {n_folds} has no row of class {classes.tolist()[k]!r} "
+                    f"among its "
+                    f"{len(rows)} {role} rows (the class has {counts[k]} rows, "
+                    f"{int(np.sum(y_enc[test] == k))} of them in that fold's calibration "
+                    "rows): its classifier or calibrators cannot learn that class. Rows "
+                    "sorted by label? Shuffle them (KFold(shuffle=True)) or use "
+                    "StratifiedKFold (cv=int does)"
+                )
 
 
 def fit_fold(estimator, X, y, train, fit_kw):

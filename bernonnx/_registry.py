@@ -271,7 +271,7 @@ CALIBRATORS: tuple[Entry, ...] = (
             Variant(
                 "svs",
                 "StructuredVectorScalingCalibrator(): temperature, then ridge-regularised "
-                "vector scaling (SVS, Berta et al. 2025)",
+                "vector scaling (SVS, Berta et al. 2026)",
                 aliases=("structured-vector-scaling",),
             ),
         ),
@@ -284,7 +284,7 @@ CALIBRATORS: tuple[Entry, ...] = (
             Variant(
                 "sms",
                 "StructuredMatrixScalingCalibrator(): temperature, then ridge-regularised "
-                "matrix scaling (SMS, Berta et al. 2025)",
+                "matrix scaling (SMS, Berta et al. 2026)",
                 aliases=("structured-matrix-scaling",),
             ),
         ),

@@ -21,6 +21,7 @@ from ._core.priors import class_prior
 from ._meta import (
     as_scores,
     check_fit_data,
+    check_fold_classes,
     check_folds,
     check_frozen_classes,
     combine_one_vs_rest,
@@ -35,20 +36,9 @@ from ._meta import (
 from ._registry import entry_for
 from ._validation import HasMethods, IntInterval, StrOptions, _fit_context, _safe_indexing
 from .bernstein import BernsteinCalibrator
-from .temperature_bernstein import TemperatureBernsteinCalibrator
+from .temperature_bernstein import _DefaultCalibrator, _multiclass_default
 
 __all__ = ["CalibratedClassifier"]
-
-
-def _multiclass_default(method: str, log_odds: bool) -> TemperatureBernsteinCalibrator:
-    """The default calibrator of K > 2 classes, told what its score columns are."""
-    if log_odds:
-        kind = "log_odds"
-    elif method == "predict_proba":
-        kind = "proba"
-    else:
-        kind = "logits"
-    return TemperatureBernsteinCalibrator(input=kind, scaling="sms")
 
 
 def _reads_probabilities(calibrator) -> bool:
@@ -211,10 +201,14 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
         for a multiclass calibrator, which reads all K columns).
         None: ``BernsteinCalibrator()`` for two classes; for more,
         ``TemperatureBernsteinCalibrator(scaling="sms")`` (its ``input`` set to
-        what the scores are): structured matrix scaling (Berta et al. 2025), then
+        what the scores are): structured matrix scaling (Berta et al. 2026), then
         SMS itself, a temperature on its logits, or a per-class monotone correction
         on top, whichever has the least 5-fold log loss on the calibration rows
         (the correction only when it wins by more than two standard errors).
+        ``set_params(calibrator__degree=8)`` tunes that default: the Bernstein
+        map's degree for two classes, the correction's for more
+        (``calibrator__n_folds`` likewise); other nested parameters exist only
+        for two classes, and ``fit`` refuses them for more.
     cv : int, cross-validation generator or iterable, default=None
         Folds as in ``CalibratedClassifierCV`` (None: 5-fold stratified).
     ensemble : bool or "auto", default="auto"
@@ -306,7 +300,7 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
 
     #: What ``None`` stands for, per parameter (``NoneDefaultsMixin``): nested
     #: parameters such as ``calibrator__degree`` reach these defaults.
-    _DEFAULTS = {"estimator": LinearSVC, "calibrator": BernsteinCalibrator}
+    _DEFAULTS = {"estimator": LinearSVC, "calibrator": _DefaultCalibrator}
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None, **fit_params):
@@ -348,11 +342,14 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
                 and log_odds_source(estimator, method, True) == "log_proba"
             )
         self.log_odds_ = log_odds
-        if self.calibrator is None and self.classes_.shape[0] > 2:
+        stand_in = type(self.calibrator) is _DefaultCalibrator  # the default, tuned
+        if (self.calibrator is None or stand_in) and self.classes_.shape[0] > 2:
             # one-vs-rest Bernstein maps, renormalised, made calibrated multiclass
             # models worse; SMS leads CalArena's multiclass table: the default starts
             # from it and adds a correction only where 5-fold log loss says so
-            calibrator = _multiclass_default(method, log_odds)
+            calibrator = _multiclass_default(method, log_odds, self.calibrator)
+        elif stand_in:
+            calibrator = BernsteinCalibrator(**self.calibrator.get_params())
         calibrator = _told_its_input(calibrator, method, log_odds)
         fit_kw = dict(fit_params)
         if not frozen:
@@ -379,6 +376,8 @@ class CalibratedClassifier(NoneDefaultsMixin, ClassifierMixin, MetaEstimatorMixi
             self.calibrated_classifiers_ = [pair]
         else:
             cv = check_folds(self.cv, X, y, y_enc)
+            if ensemble:
+                check_fold_classes(cv, X, y, y_enc, self.classes_, refit=not frozen)
             if ensemble:
                 self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
                     delayed(_fit_pair)(

@@ -2,7 +2,7 @@
 
 Multiclass calibrators of a model's logits: ``softmax`` of an affine map of them, from
 one parameter (temperature) through one factor and bias per class (vector scaling) to a
-full matrix (matrix scaling); the structured forms (Berta et al. 2025: SVS, SMS) run
+full matrix (matrix scaling); the structured forms (Berta et al. 2026: SVS, SMS) run
 temperature scaling first and keep the map near the identity with a ridge penalty.
 Unlike the one-score calibrators they read all ``K`` score columns at once (*joint*
 calibrators, ``multiclass=True`` in ``bernonnx._registry``) and return ``K``
@@ -28,6 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.affine_softmax import Penalty, fit_affine_softmax
+from ._core.scale import rescaled, unit_exponent
 from ._core.transforms import clipped_log_odds
 from ._validation import (
     Interval,
@@ -84,13 +85,42 @@ def _fit_inverse_temperature(
     the derivative ``sum_i w_i (E_p[z_i] - z_{i, y_i})``: bracketed, solved by
     Brent's method to float64 precision. A ``guess`` (the fit of nearby data)
     brackets it within 3% when it can (the same root, fewer passes).
+
+    Logits spread beyond ``2**500`` or below ``2**-500``, and weights summing
+    beyond either, are first multiplied by a power of two (exact: the same
+    root, ``beta`` then scaled back); a ``ValueError`` naming the scores when
+    ``beta`` itself is beyond the float64 range (logits spread below about
+    1e-308 that still rank the classes).
     """
+    spread = float(np.max(np.abs(z - z.mean(axis=1, keepdims=True))))
+    e_z = unit_exponent(spread)
+    e_w = unit_exponent(float(np.sum(w)))
+    if e_z == 0 and e_w == 0:
+        return _solve_inverse_temperature(z, target, w, guess, spread)
+    zs = rescaled(z, e_z)
+    raw_spread, spread = spread, float(np.max(np.abs(zs - zs.mean(axis=1, keepdims=True))))
+    if guess is not None:
+        guess = float(rescaled(np.float64(guess), -e_z))
+    beta = _solve_inverse_temperature(zs, target, rescaled(w, e_w), guess, spread)
+    beta = float(rescaled(np.float64(beta), e_z))
+    if not np.isfinite(beta):
+        raise ValueError(
+            f"scores: the logits spread over {raw_spread:.3g} only, and the inverse "
+            "temperature that fits them is beyond the float64 range; multiply the scores "
+            "by a large constant (a temperature does not change the ranking)"
+        )
+    return beta
+
+
+def _solve_inverse_temperature(
+    z: np.ndarray, target: np.ndarray, w: np.ndarray, guess: float | None, spread: float
+) -> float:
+    """:func:`_fit_inverse_temperature` on logits and weights in range."""
     zy = z[np.arange(z.shape[0]), target]
 
     def slope(beta: float) -> float:
         return float(w @ (_softmax_mean(beta, z) - zy))
 
-    spread = float(np.max(np.abs(z - z.mean(axis=1, keepdims=True))))
     if guess is not None and 0.0 < guess * _NEAR * spread < _MAX_MARGIN:
         # the slope increases: a sign change inside the bracket is the root
         lo, hi = guess / _NEAR, guess * _NEAR

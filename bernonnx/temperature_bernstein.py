@@ -350,3 +350,43 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         """Class with the highest calibrated probability."""
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+# ------------------------------------------- CalibratedClassifier's multiclass default
+
+
+class _DefaultCalibrator(BernsteinCalibrator):
+    """What ``set_params(calibrator__degree=8)`` puts in place of ``calibrator=None``
+    (``NoneDefaultsMixin``): a ``BernsteinCalibrator`` for two classes; for more, its
+    ``degree`` and ``n_folds`` reach the multiclass default (the same method), and its
+    other parameters, which that default does not have, are refused."""
+
+
+#: the stand-in's parameters the multiclass default takes, under the same names
+_SHARED = ("degree", "n_folds")
+
+
+def _multiclass_default(method: str, log_odds: bool, stand_in=None):
+    """The default calibrator of K > 2 classes, told what its score columns are."""
+    if log_odds:
+        kind = "log_odds"
+    elif method == "predict_proba":
+        kind = "proba"
+    else:
+        kind = "logits"
+    params = {}
+    if stand_in is not None:
+        defaults = BernsteinCalibrator().get_params()
+        # a degree may be a list of candidates: compared as a string, not elementwise
+        changed = {k: v for k, v in stand_in.get_params().items() if repr(v) != repr(defaults[k])}
+        other = sorted(set(changed) - set(_SHARED))
+        if other:
+            raise ValueError(
+                f"calibrator__{other[0]}={changed[other[0]]!r} sets a parameter of the "
+                "two-class default (BernsteinCalibrator); with more than two classes the "
+                "default is TemperatureBernsteinCalibrator(scaling='sms'), which takes "
+                f"calibrator__{' and calibrator__'.join(_SHARED)} only: pass a calibrator "
+                "explicitly (calibrator=BernsteinCalibrator(...) for one-vs-rest maps)"
+            )
+        params = {k: changed[k] for k in _SHARED if k in changed}
+    return TemperatureBernsteinCalibrator(input=kind, scaling="sms", **params)

@@ -41,7 +41,13 @@ from bernonnx.converters.exact_preprocessing import imputer_is_simple
 from bernonnx.converters.shift import inner_model
 from bernonnx.shift import PriorShiftAdapter
 
-__all__ = ["INEXACT_REASONS", "float32_fit_problems", "unsupported_steps"]
+__all__ = [
+    "INEXACT_REASONS",
+    "float32_fit_problems",
+    "float64_only_steps",
+    "step_maps_behind_models",
+    "unsupported_steps",
+]
 
 _EXACT_SCALERS = (StandardScaler, RobustScaler, MinMaxScaler, MaxAbsScaler)
 
@@ -191,6 +197,62 @@ def unsupported_steps(model) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
+def step_maps_behind_models(model) -> list[str]:
+    """The class names of the calibrators behind a base model that jump at every
+    calibration score (``VennAbersCalibrator``): the graph must give them the base
+    scores Python gives, to the tie band (1e-12 relative), or a calibration row lands on
+    another step."""
+    from bernonnx.binary.venn_abers import VennAbersCalibrator
+
+    if isinstance(model, Pipeline):
+        model = model.steps[-1][1]
+    if isinstance(model, PriorShiftAdapter):
+        model = getattr(model, "estimator_", model)
+    names = [
+        type(cal).__name__
+        for pair in getattr(model, "calibrated_classifiers_", [])
+        for cal in pair.calibrators
+        if isinstance(cal, VennAbersCalibrator)
+    ]
+    return list(dict.fromkeys(names))
+
+
+def _computes_in_float32(model) -> list[str]:
+    """The base models that compute their scores in float32 in Python (fitted on float32
+    data: float32 BLAS sums), which no graph repeats to the last bit."""
+    names = []
+    for base, _, _, _ in _bases(model):
+        final, _ = final_and_inputs(base, None)
+        coef = getattr(final, "coef_", None)
+        layers = getattr(final, "coefs_", None)
+        if (coef is not None and np.asarray(coef).dtype == np.float32) or (
+            layers is not None and np.asarray(layers[0]).dtype == np.float32
+        ):
+            names.append(type(final).__name__)
+    return list(dict.fromkeys(names))
+
+
+def float64_only_steps(model, float32_data: bool, dtype) -> bool:
+    """Whether float32 data need a float64 graph: a Venn-Abers calibrator behind a base
+    model that computes in float32 (:func:`step_maps_behind_models`), whose float32
+    graph sums in another order, a few float32 units off Python's scores, wider than the
+    tie band; a ``ValueError`` naming ``dtype`` for ``dtype=np.float32`` there. (A model
+    fitted on float64 data computes in float64 inside a float32 graph: kept.)"""
+    names = step_maps_behind_models(model)
+    if not (names and float32_data):
+        return False
+    models = _computes_in_float32(model)
+    if models and dtype is not None and np.dtype(dtype) == np.float32:
+        raise ValueError(
+            f"dtype=np.float32 cannot show {names[0]} exact behind {models[0]}, fitted on "
+            "float32 data: it jumps at every calibration score, and the graph sums the "
+            "model's float32 scores in another order, a few float32 units off Python's, so "
+            "a score equal to a calibration score in Python lands on another step in the "
+            "graph; fit the model on float64 data"
+        )
+    return bool(models)
+
+
 def float32_fit_problems(model, float64_graph: bool) -> list[str]:
     """Steps a graph cannot reproduce on float32 data: models fitted on float32 data
     compute in float32 with BLAS (linear models, MLPs: a float32 graph is within its
@@ -220,10 +282,14 @@ def float32_fit_problems(model, float64_graph: bool) -> list[str]:
             continue
         coef = getattr(final, "coef_", None)
         if float64_graph and coef is not None and np.asarray(coef).dtype == np.float32:
+            instead = (
+                "a float32 graph cannot hold a Venn-Abers calibrator's ties"
+                if step_maps_behind_models(model)
+                else "export dtype=np.float32 (within 1e-6)"
+            )
             problems.append(
                 f"{name} was fitted on float32 data and computes in float32 (BLAS sums), "
-                "which a float64 graph cannot repeat: export dtype=np.float32 (within "
-                "1e-6), or fit on float64 data"
+                f"which a float64 graph cannot repeat: {instead}, or fit on float64 data"
             )
     return list(dict.fromkeys(problems))
 

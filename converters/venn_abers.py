@@ -3,17 +3,19 @@
 
 On the float64 score ``s`` (N, 1), with the ``k`` distinct calibration scores ``c``
 laid out in ``ceil(sqrt(k))`` blocks of ``ceil(sqrt(k))`` (padded with +inf, which no
-finite score reaches)::
+score is below) and ``pad = [NaN, c, NaN]``::
 
-    t = Max(Abs(s), 1) * 1e-12;  above = s + t;  below = s - t    (ties)
-    b_le = #{block starts <= above};  n_le = b_le * width + #{c in block b_le <= above}
-    b_lt = #{block starts <  below};  n_lt = b_lt * width + #{c in block b_lt <  below}
-    p0 = Gather(p0_, n_le);  p1 = Gather(p1_, n_lt)
+    b = #{block starts < s};  m = b * width + #{c in block b < s}      (NaN s: 0)
+    lo = Gather(pad, m);  hi = Gather(pad, m + 1)           (c[m - 1], c[m])
+    tie_lo = (s - lo) <= Abs(lo) * 1e-12;  tie_hi = (hi - s) <= Abs(hi) * 1e-12
+    use_hi = tie_hi And (Not tie_lo Or (hi - s) <= (s - lo));  use_lo = tie_lo And Not use_hi
+    p0 = Gather(p0_, m + use_hi);  p1 = Gather(p1_, m - use_lo)
+    p0, p1 = Where(IsNaN(s), NaN, p0), Where(IsNaN(s), NaN, p1)
     p = p1 / Max((1 - p0) + p1, 1e-300);  pair: Concat(1 - p, p)
     interval (the calibrator alone, an extra float64 output): Concat(p0, p1)
 
-``numpy.searchsorted`` counts the same (``"right"``: ``<=``, ``"left"``: ``<``), in
-2 sqrt(k) comparisons per row.
+``numpy.searchsorted(c, s, "left")`` counts the same ``m`` in 2 sqrt(k) comparisons per
+row; a comparison with NaN is false in both, which is what the NaN pads are for.
 """
 
 from __future__ import annotations
@@ -54,14 +56,30 @@ def count_at_most(g: GraphWriter, s: str, values: np.ndarray, strict: bool) -> s
 
 
 def bounds(g: GraphWriter, scores: str, cal) -> tuple[str, str]:
-    """``p0`` and ``p1`` (N, 1) of the (N, 1) float64 ``scores``, ties within
-    ``bernonnx.binary.venn_abers.tie_band``."""
+    """``p0`` and ``p1`` (N, 1) of the (N, 1) float64 ``scores``, a tie decided as
+    ``bernonnx.binary.venn_abers.tied_counts`` decides it."""
     c = np.asarray(cal.scores_, dtype=np.float64)
-    magnitude = g.node("Max", [g.node("Abs", [scores]), g.const("one", 1.0)])
-    t = g.node("Mul", [magnitude, g.const("tie", TIE_TOLERANCE)], "tie")
-    below, above = g.node("Sub", [scores, t], "below"), g.node("Add", [scores, t], "above")
-    p0 = _table(g, "p0", cal.p0_, count_at_most(g, above, c, strict=False))
-    p1 = _table(g, "p1", cal.p1_, count_at_most(g, below, c, strict=True))
+    m = count_at_most(g, scores, c, strict=True)
+    padded = g.const("padded", np.r_[np.nan, c, np.nan])
+    one = g.const("one_index", [[1]], I64)
+    lo = g.node("Gather", [padded, m], "below_score", axis=0)
+    hi = g.node("Gather", [padded, g.node("Add", [m, one])], "above_score", axis=0)
+    d_lo, d_hi = g.node("Sub", [scores, lo], "d_lo"), g.node("Sub", [hi, scores], "d_hi")
+    tie = g.const("tie", TIE_TOLERANCE)
+
+    def within(d: str, c_: str) -> str:
+        return g.node("LessOrEqual", [d, g.node("Mul", [g.node("Abs", [c_]), tie])])
+
+    tie_lo, tie_hi = within(d_lo, lo), within(d_hi, hi)
+    nearer_hi = g.node("Or", [g.node("Not", [tie_lo]), g.node("LessOrEqual", [d_hi, d_lo])])
+    use_hi = g.node("And", [tie_hi, nearer_hi], "use_hi")
+    use_lo = g.node("And", [tie_lo, g.node("Not", [use_hi])], "use_lo")
+    i0 = g.node("Add", [m, g.node("Cast", [use_hi], to=I64)])
+    i1 = g.node("Sub", [m, g.node("Cast", [use_lo], to=I64)])
+    nan_in = g.node("IsNaN", [scores], "nan_in")
+    nan = g.const("nan", np.nan)
+    p0 = g.node("Where", [nan_in, nan, _table(g, "p0_table", cal.p0_, i0)], "p0")
+    p1 = g.node("Where", [nan_in, nan, _table(g, "p1_table", cal.p1_, i1)], "p1")
     return p0, p1
 
 

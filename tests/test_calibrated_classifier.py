@@ -223,3 +223,69 @@ def test_random_forest_probabilities(binary):
     clf = CalibratedClassifier(rf, FAST, cv=3, log_odds=True).fit(X, y)
     assert clf.response_method_ == "predict_proba"
     assert np.all(np.isfinite(clf.predict_proba(X_test)))
+
+
+def _credit_education():
+    """Credit as ``read_csv`` gives it, EDUCATION 1, 3 and the rare 5 (17 rows) as y."""
+    from importlib import resources
+
+    with resources.files("bernonnx.data").joinpath("uci_credit_card.csv.gz").open("rb") as f:
+        frame = pd.read_csv(f, compression="gzip", nrows=4000).drop(columns="ID")
+    y = frame.pop("EDUCATION").to_numpy()
+    rows = np.r_[
+        np.flatnonzero(y == 1)[:600], np.flatnonzero(y == 3)[:300], np.flatnonzero(y == 5)
+    ]
+    return frame.iloc[rows].reset_index(drop=True), y[rows]
+
+
+def test_a_fold_without_a_class_is_refused_naming_fold_class_and_rows():
+    # KFold(3) on rows sorted by label: fold 1 calibrates on class 1 alone, which raised
+    # "y contains a single class (1); TemperatureBernsteinCalibrator needs at least two
+    # classes" from inside the fit, naming neither the fold nor the missing classes
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    X, y = _credit_education()
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    with pytest.raises(ValueError, match=r"cv: fold 1 of 3 has no row of class 3 among its 306"):
+        CalibratedClassifier(model, cv=KFold(3)).fit(X, y)
+    # folds given as (train, test) pairs: the second's classifier never sees class 5
+    rng = np.random.default_rng(0)
+    order = rng.permutation(y.shape[0])
+    fives = order[y[order] == 5]
+    others = order[y[order] != 5]
+    first = (np.r_[others[:450], fives[:9]], np.r_[others[450:], fives[9:]])
+    second = (others[450:], np.r_[others[:450], fives])
+    with pytest.raises(
+        ValueError,
+        match=r"fold 2 of 2 has no row of class 5 among its 450 training rows \(the class has "
+        r"17 rows, 17 of them in that fold's calibration rows\)",
+    ):
+        CalibratedClassifier(model, cv=[first, second]).fit(X, y)
+    # the same rows in stratified folds fit, every class in every fold
+    clf = CalibratedClassifier(model, cv=StratifiedKFold(3)).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+def test_tuning_the_default_calibrator_keeps_the_multiclass_method():
+    # set_params(calibrator__degree=8) on three classes silently swapped the structured
+    # matrix scaling default for one-vs-rest Bernstein maps; the degree now reaches the
+    # multiclass default's correction (TemperatureBernsteinCalibrator(scaling="sms"))
+    X, y = _credit_education()
+    X, y = X[y != 5], y[y != 5]
+    three = np.where(np.arange(y.shape[0]) % 3 == 0, 2, y)  # a third class, from rows
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    tuned = CalibratedClassifier(model, cv=3).set_params(calibrator__degree=8)
+    fitted = clone(tuned).fit(X, three)  # clone keeps the stand-in
+    for pair in fitted.calibrated_classifiers_:
+        (cal,) = pair.calibrators
+        assert type(cal).__name__ == "TemperatureBernsteinCalibrator"
+        assert cal.degree == 8 and cal.scaling == "sms"
+    # two classes: the Bernstein default with that degree, as if passed explicitly
+    binary = clone(tuned).fit(X, y)
+    explicit = CalibratedClassifier(model, BernsteinCalibrator(degree=8), cv=3).fit(X, y)
+    assert type(binary.calibrated_classifiers_[0].calibrators[0]) is BernsteinCalibrator
+    np.testing.assert_array_equal(binary.predict_proba(X), explicit.predict_proba(X))
+    # a parameter the multiclass default lacks says the method would change
+    other = CalibratedClassifier(model, cv=3).set_params(calibrator__loss="squared")
+    with pytest.raises(ValueError, match=r"calibrator__loss='squared' sets a parameter of the"):
+        other.fit(X, three)

@@ -235,3 +235,47 @@ def test_write_triton_repository_into_a_read_only_folder(files, read_only):
         write_triton_repository(onnx.load(files / "model.onnx"), read_only / "repo", "lr")
     assert str(read_only / "repo") in str(caught.value)
     assert not (read_only / "repo").exists()
+
+
+@pytest.mark.parametrize("name", ["export", "attach"])
+def test_onnx_and_triton_on_one_path_are_refused_before_any_work(run, files, tmp_path, name):
+    # --onnx same --triton same was found only when writing, after the fit and the
+    # parity check ("cannot write same: Is a directory"); the paths now clash up front
+    before = everything_under(tmp_path)
+    same = tmp_path / "same"
+    _, err = run(*command(name, files), "--onnx", same, "--triton", same, expect=EXIT_USAGE)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bernonnx: error:"), err
+    assert "--triton" in lines[0] and "inside" in lines[0] and "--onnx" in lines[0]
+    assert everything_under(tmp_path) == before
+
+
+def test_temperature_on_probabilities_reads_them_as_probabilities(run, files, tmp_path):
+    # `export --method temperature` on a column of probabilities read them as log-odds,
+    # fitted temperature_ = inf, exported a constant 1/2 and reported parity as passed
+    from bernonnx.deploy import run_onnx
+
+    out = tmp_path / "t.onnx"
+    stdout, _ = run(
+        "export", files / "scores.csv", "--label", "default", "--score", "p",
+        "--method", "temperature", "--onnx", out,
+    )  # fmt: skip
+    assert "read as probabilities (input='proba')" in stdout
+    p = pd.read_csv(files / "scores.csv")["p"].to_numpy()[:, None]
+    proba = run_onnx(onnx.load(out), {"X": p})["probabilities"][:, 1]
+    assert np.ptp(proba) > 0.5  # calibrated, not a constant
+
+
+def test_a_constant_calibration_is_never_reported_as_a_success(run, files, tmp_path):
+    # scores ranking the labels backwards: no inverse temperature >= 0 beats 1/2, the fit
+    # is a constant, and export says so
+    frame = pd.read_csv(files / "scores.csv")
+    frame["p"] = 1.0 - frame["p"]
+    frame.to_csv(tmp_path / "noise.csv", index=False)
+    out = tmp_path / "n.onnx"
+    _, err = run(
+        "export", tmp_path / "noise.csv", "--label", "default", "--score", "p",
+        "--method", "temperature", "--onnx", out, expect=EXIT_USAGE,
+    )  # fmt: skip
+    assert "maps every row of the file to the same probabilities" in err
+    assert not out.exists()

@@ -58,6 +58,7 @@ LAYERS = {
     "bernonnx._core.logistic": CORE,
     "bernonnx._core.priors": CORE,
     "bernonnx._core.affine_softmax": CORE,
+    "bernonnx._core.scale": CORE,
     # sources: rows in chunks, and the engines that hold them
     "bernonnx._core.sources": SOURCES,
     "bernonnx._core.parquet": SOURCES,

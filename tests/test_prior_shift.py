@@ -581,3 +581,27 @@ def test_shrinkage_keeps_priors_and_moves_toward_training(prior, train, variance
     np.testing.assert_allclose(shrink_priors(prior, train, np.array(variance), 0.0), prior)
     # no noise: nothing shrunk
     np.testing.assert_allclose(shrink_priors(prior, train, np.zeros(3), strength), prior)
+
+
+def test_priors_input_graph_loads_silently_and_is_an_overridable_initializer(
+    iris_model, tmp_path, capfd
+):
+    # onnxruntime logged "Initializer priors appears in graph inputs" at every load of
+    # bernonnx.deploy.run_onnx (twice per export: the parity check, then a run), which
+    # users read as an error; the input is get_overridable_initializers()'s, not
+    # get_inputs()'s (docs/prior_shift.rst says how to feed it)
+    import onnxruntime as ort
+
+    clf, X = iris_model
+    adapter = PriorShiftAdapter(clf, priors=[0.2, 0.3, 0.5]).fit()
+    capfd.readouterr()
+    onx = to_onnx(adapter, X[:3], priors_input=True)
+    path = tmp_path / "adapted.onnx"
+    path.write_bytes(onx.SerializeToString())
+    for model in (onx, path):
+        run_onnx(model, {"X": X[:4]})
+        run_onnx(model, {"X": X[:4], "priors": np.array([[0.5, 0.25, 0.25]])})
+    assert "appears in graph inputs" not in capfd.readouterr().err
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["X"]
+    assert [i.name for i in session.get_overridable_initializers()] == ["priors"]

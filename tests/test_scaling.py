@@ -561,3 +561,83 @@ def test_a_positive_temperature_keeps_the_fit_of_berta_et_al(genhlth, cal):
     )
     np.testing.assert_array_equal(fitted.coef_, coef)
     np.testing.assert_array_equal(fitted.intercept_, b)
+
+
+# ----------------------------------------------------------------------------- extreme scales
+
+
+def _digits_logits():
+    """Logistic regression's decision values on half of digits (real data, 10 classes)."""
+    X, y = load_digits(return_X_y=True)
+    X_tr, X_cal, y_tr, y_cal = train_test_split(
+        X.astype(np.float64), y, test_size=0.5, stratify=y, random_state=0
+    )
+    model = sk_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=500))
+    return model.fit(X_tr, y_tr).decision_function(X_cal), y_cal
+
+
+EVERY_SCALING = [*SCALINGS, "temperature", "temperature-bernstein"]
+EVERY_ID = [*IDS, "temperature", "temperature-bernstein"]
+
+
+def _make(cal):
+    from bernonnx import TemperatureBernsteinCalibrator, TemperatureCalibrator
+
+    if cal == "temperature":
+        return TemperatureCalibrator()
+    if cal == "temperature-bernstein":
+        return TemperatureBernsteinCalibrator(scaling="sms", method="identity")
+    return clone(cal)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("cal", EVERY_SCALING, ids=EVERY_ID)
+def test_huge_logits_and_weights_fit_and_export(cal):
+    # vector scaling at logits x1e300, matrix at x1e150 and SMS with weights of 1e300
+    # raised "array must not contain infs or NaNs" inside the solver; exact powers of two
+    # now bring logits and weights to range inside (bernonnx._core.scale)
+    z, y = _digits_logits()
+    fits = {}
+    for factor in (1e150, 1e300):
+        fits[factor] = _make(cal).fit(z * factor, y)
+        p = fits[factor].predict_proba(z * factor)
+        assert np.isfinite(p).all()
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    if not isinstance(cal, MatrixScalingCalibrator):
+        # at these scales the log-probabilities are linear in the factor: the same fit
+        # (unpenalised matrix scaling separates these hard log-probabilities: no unique
+        # optimum to compare)
+        np.testing.assert_allclose(
+            fits[1e300].predict_proba(z * 1e300),
+            fits[1e150].predict_proba(z * 1e150),
+            rtol=0,
+            atol=FIT_TOL,
+        )
+    X = z * 1e300
+    label, proba = run_onnx(to_onnx(fits[1e300], X[:5]), X)
+    np.testing.assert_allclose(proba, fits[1e300].predict_proba(X), rtol=0, atol=1e-12)
+    heavy = _make(cal).fit(z, y, sample_weight=np.full(y.shape[0], 1e300))
+    p = heavy.predict_proba(z)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    if cal == "temperature" or type(cal) is VectorScalingCalibrator:
+        # no penalty: equal weights of any size give the unweighted fit (matrix scaling
+        # has no unique optimum here, see above)
+        np.testing.assert_allclose(p, _make(cal).fit(z, y).predict_proba(z), rtol=0, atol=FIT_TOL)
+
+
+@pytest.mark.parametrize("cal", EVERY_SCALING, ids=EVERY_ID)
+def test_subnormal_logits_fit_or_are_refused_naming_the_scores(cal):
+    # temperature, SVS, SMS and temperature-Bernstein failed inside scipy ("function value
+    # at x=inf is NaN"): their inverse temperature ~1e310 is beyond float64, a ValueError
+    # now names the scores; vector and matrix scaling read log-probabilities, all
+    # -log(K) at this scale, and fit the class prior
+    z, y = _digits_logits()
+    est = _make(cal)
+    if isinstance(cal, (VectorScalingCalibrator, MatrixScalingCalibrator)):
+        p = est.fit(z * 1e-310, y).predict_proba(z * 1e-310)
+        prior = np.bincount(y) / y.shape[0]
+        np.testing.assert_allclose(p, np.tile(prior, (y.shape[0], 1)), rtol=0, atol=FIT_TOL)
+        return
+    with pytest.raises(ValueError, match="scores: the logits spread over 1.*beyond the float64"):
+        est.fit(z * 1e-310, y)

@@ -23,6 +23,8 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
+from .scale import rescaled, unit_exponent
+
 __all__ = ["Penalty", "fit_affine_softmax"]
 
 #: Most trust-region Newton iterations; each is a handful of passes over the rows.
@@ -212,6 +214,29 @@ def fit_affine_softmax(
     :data:`GTOL` (a ConvergenceWarning if it runs out of iterations first).
     """
     n, k = t.shape
+    # extreme scales, made ordinary by exact powers of two (bernonnx._core.scale): the
+    # objective divided by a power of two (weights and penalty alike) has the same
+    # minimiser, and unpenalised logits times one give the coefficients divided by it
+    e_w = unit_exponent(float(w.sum()))
+    e_t = unit_exponent(float(np.max(np.abs(t), initial=0.0)))
+    if penalty != Penalty():
+        e_t = 0  # a ridge toward the identity is not scale-free (and its logits are bounded)
+    if e_w or e_t:
+        strength = float(rescaled(np.float64(1.0), e_w))
+        coef, b = fit_affine_softmax(
+            rescaled(t, e_t),
+            target,
+            rescaled(w, e_w),
+            matrix=matrix,
+            penalty=Penalty(
+                penalty.intercept * strength,
+                penalty.diagonal * strength,
+                penalty.off_diagonal * strength,
+                penalty.free_scale,
+            ),
+            warm=warm,
+        )
+        return rescaled(coef, e_t), b
     y = np.zeros((n, k))
     y[np.arange(n), target] = 1.0
     scale = float(w.sum()) * max(1.0, float(np.max(np.abs(t), initial=0.0)))

@@ -1,7 +1,7 @@
 """A logistic regression on a few features with non-negative coefficients.
 
 The fit behind Beta calibration (Kull, Silva Filho and Flach 2017) and quadratic
-scaling of the logit (Berta et al. 2025): a column of ones (the intercept) and two
+scaling of the logit (Berta et al. 2026): a column of ones (the intercept) and two
 features, Platt's (1999) smoothed targets, and the coefficients of the two features
 constrained to be non-negative, which is what makes both maps non-decreasing.
 

@@ -13,6 +13,7 @@ from scipy.special import expit
 
 from bernonnx._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
 from bernonnx._core.logistic import fit_nonnegative_logistic
+from bernonnx._core.scale import factors, rescaled, unit_exponent
 from bernonnx._validation import _fit_context
 
 from ._input import INPUT_CONSTRAINTS, logit, resolve_input
@@ -20,25 +21,36 @@ from ._input import INPUT_CONSTRAINTS, logit, resolve_input
 __all__ = ["QuadraticScalingCalibrator"]
 
 
+def scaled_logit(est, s: np.ndarray) -> np.ndarray:
+    """The log-odds the map reads, times ``2**log2_scale_`` (the graph's two Muls)."""
+    return rescaled(logit(est, s), est.log2_scale_)
+
+
 def quadratic_eta(est, s: np.ndarray) -> np.ndarray:
     """The calibrated log-odds of scores ``s`` (see QuadraticScalingCalibrator's Notes)."""
-    l = logit(est, s)
+    l = scaled_logit(est, s)
     u = np.minimum(np.maximum(l, est.low_), est.high_)
     v = (u - est.center_) / est.half_width_
-    inner = est.intercept_ + est.linear_ * v + est.quadratic_ * (v * v)
-    # quarters: l - low cannot overflow, and a zero tail slope never meets an infinity;
-    # a tail beyond the float range is +-inf, probability 0 or 1, as in the graph
+    # each term a non-decreasing function of v whose every rounded step is one too
+    # (1 - v >= 0 falls, its square falls, ...), so the rounded sum never decreases
+    base, rise_low, rise_high = est.terms_
+    falling, rising = 1.0 - v, 1.0 + v
+    eta = (base + rise_low * (1.0 - falling * falling)) + rise_high * (rising * rising)
+    # quarters: l - low cannot overflow; a tail beyond the float range is +-inf,
+    # probability 0 or 1, as in the graph; a zero slope's tail is left out (never 0 * inf)
     with np.errstate(over="ignore"):
-        below = np.minimum(l * 0.25 - est.low_ * 0.25, 0.0) * (4.0 * est.slope_low_)
-        above = np.maximum(l * 0.25 - est.high_ * 0.25, 0.0) * (4.0 * est.slope_high_)
-        return inner + below + above
+        if est.slope_low_ > 0:
+            eta = eta + np.minimum(l * 0.25 - est.low_ * 0.25, 0.0) * (4.0 * est.slope_low_)
+        if est.slope_high_ > 0:
+            eta = eta + np.maximum(l * 0.25 - est.high_ * 0.25, 0.0) * (4.0 * est.slope_high_)
+    return eta
 
 
 class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     r"""Quadratic scaling of the logit, monotone: ``logit(q) = a l^2 + b l + c`` on the
     fitted range of the log-odds ``l``, increasing there, linear beyond it.
 
-    CalArena's ``quadratic-scaling`` (``probmetrics``; Berta et al. 2025) is a
+    CalArena's ``quadratic-scaling`` (``probmetrics``; Berta et al. 2026) is a
     logistic regression on ``[1, l, l^2]``. A quadratic with ``a != 0`` turns
     back on one side, so that map reverses the ranking of extreme scores. Here
     the slope of the quadratic is constrained to be non-negative at both ends
@@ -69,13 +81,23 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
     classes_ : ndarray of shape (2,)
     input_ : str
         ``"proba"`` or ``"logits"``: ``input`` resolved.
+    log2_scale_ : int
+        The log-odds are read as ``l = logit * 2**log2_scale_``: 0 unless the
+        largest fitted magnitude is beyond ``2**500`` or below ``2**-500``, where
+        a power of two (exact) brings it to ``[0.5, 1)`` (otherwise
+        ``half_width_ ** 2`` or the tail slopes would overflow). The map is the
+        same function of the raw score either way.
     low_, high_ : float
-        The fitted range of the log-odds ``l``.
+        The fitted range of the (scaled) log-odds ``l``.
     center_, half_width_ : float
         ``v = (u - center_) / half_width_`` maps ``[low_, high_]`` onto
         ``[-1, 1]`` (``half_width_ = 1`` for constant scores).
     intercept_, linear_, quadratic_ : float
         The quadratic in ``v``.
+    terms_ : ndarray of shape (3,)
+        The same quadratic as ``predict_proba`` evaluates it: the non-negative
+        weights of ``1 - (1 - v)^2`` and ``(1 + v)^2`` after the constant (see
+        the Notes).
     slope_low_, slope_high_ : float
         Its non-negative slopes per unit of ``l`` at ``low_`` and ``high_``,
         the tails' slopes.
@@ -91,13 +113,22 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
     emits::
 
         l = s  (input_ = "logits")  |  log(c) - log(1 - c), c = min(max(s, eps), 1 - eps)
+        l = (l * 2**(e // 2)) * 2**(e - e // 2)      (e = log2_scale_, when not 0)
         u = min(max(l, low_), high_)
         v = (u - center_) / half_width_
-        inner = intercept_ + linear_ * v + quadratic_ * (v * v)
-        below = min(l * 0.25 - low_ * 0.25, 0) * (4 * slope_low_)
-        above = max(l * 0.25 - high_ * 0.25, 0) * (4 * slope_high_)
+        base, rise_low, rise_high = terms_
+        inner = (base + rise_low * (1 - (1 - v) * (1 - v))) + rise_high * ((1 + v) * (1 + v))
+        below = min(l * 0.25 - low_ * 0.25, 0) * (4 * slope_low_)   (when slope_low_ > 0)
+        above = max(l * 0.25 - high_ * 0.25, 0) * (4 * slope_high_) (when slope_high_ > 0)
         q = 1 / (1 + exp(-(inner + below + above)))
         predict_proba = [1 - q, q]
+
+    ``inner`` is ``intercept_ + linear_ * v + quadratic_ * v^2`` written as a
+    sum of terms each non-decreasing in ``v`` in every rounded operation
+    (``1 - v >= 0`` decreases, so does its square, ...): rounding cannot make
+    the computed map decrease (written as the quadratic, it did by 1e-16 where
+    a slope is 0). A zero tail slope's term is left out, so ``0 * inf`` never
+    occurs for scores beyond the float range after scaling.
 
     The quadratic is parametrised by its slopes ``d_0, d_1 >= 0`` (in ``v``)
     at ``v = -1`` and ``v = 1``: ``inner = c + d_0 (2v - v^2) / 4 + d_1 (2v +
@@ -119,9 +150,9 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
 
     References
     ----------
-    E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Structured matrix
-    scaling for multi-class calibration", 2025 (quadratic scaling; the
-    ``probmetrics`` package).
+    E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Structured Matrix
+    Scaling for Multi-Class Calibration", AISTATS 2026 (arXiv:2511.03685;
+    quadratic scaling; the ``probmetrics`` package).
     J. Platt, "Probabilistic outputs for support vector machines and
     comparisons to regularized likelihood methods", 1999.
 
@@ -165,6 +196,9 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
     def _fit_rows(self, s, target, w):
         self.input_ = resolve_input(self, s)
         l = logit(self, s)
+        # log-odds beyond 2**+-500: a power of two brings the largest to [0.5, 1), exact
+        self.log2_scale_ = unit_exponent(float(np.max(np.abs(l))))
+        l = scaled_logit(self, s)
         lo, hi = float(l.min()), float(l.max())
         # halves first: lo + hi and hi - lo may overflow for |l| near the float max
         center, half = lo / 2 + hi / 2, hi / 2 - lo / 2
@@ -176,14 +210,18 @@ class QuadraticScalingCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrato
         self.low_, self.high_, self.center_, self.half_width_ = lo, hi, center, half
         self.intercept_, self.linear_, self.quadratic_ = c, (d0 + d1) / 2, (d1 - d0) / 4
         self.slope_low_, self.slope_high_ = d0 / half, d1 / half
-        a = self.quadratic_ / half**2
-        self.coef_ = np.array(
-            [
-                c - self.linear_ * center / half + a * center**2,
+        self.terms_ = np.array([c - d1 / 4, d0 / 4, d1 / 4])
+        # the quadratic in the raw log-odds (beyond the float range for extreme scales: inf)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            a = self.quadratic_ / np.float64(half) ** 2
+            coef = [
+                c - self.linear_ * center / half + a * np.float64(center) ** 2,
                 self.linear_ / half - 2 * a * center,
                 a,
             ]
-        )
+            for factor in factors(self.log2_scale_):  # l' = l * 2**log2_scale_
+                coef = [coef[0], coef[1] * factor, coef[2] * factor * factor]
+            self.coef_ = np.array(coef, dtype=np.float64)
         return self
 
     def _evaluate(self, s):

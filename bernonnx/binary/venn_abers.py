@@ -16,18 +16,36 @@ from bernonnx._validation import _fit_context, predict_scores
 
 __all__ = ["VennAbersCalibrator"]
 
-#: A score within this distance, relative to its magnitude (absolute below 1), of a
-#: calibration score counts as equal to it: the score a base model's graph gives can be
-#: a few units in the last place off Python's (a dot product summed in another order),
-#: and a Venn-Abers map jumps at every calibration score.
+#: A score within ``TIE_TOLERANCE * |c|`` of a calibration score ``c`` (relative to
+#: ``c``, at every magnitude) counts as equal to it: the score a base model's graph gives
+#: can be a few units in the last place off Python's (a dot product summed in another
+#: order), and a Venn-Abers map jumps at every calibration score.
 TIE_TOLERANCE = 1e-12
 
 
-def tie_band(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``s - t`` and ``s + t``, ``t = TIE_TOLERANCE * max(|s|, 1)`` (the graph's ops)."""
-    t = np.maximum(np.abs(s), 1.0) * TIE_TOLERANCE
-    with np.errstate(over="ignore"):  # s near the float max: +-inf, counted as in the graph
-        return s - t, s + t
+def tied_counts(scores: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The table indices ``(i0, i1)`` of ``p0`` and ``p1`` for float64 scores ``s``.
+
+    ``m = #{scores < s}``; of the calibration scores either side of ``s``
+    (``scores[m - 1]`` and ``scores[m]``) the nearer one within ``TIE_TOLERANCE``
+    times its own magnitude is ``s``'s tie ``j``: then ``i0 = j + 1``, ``i1 = j``
+    (``s`` is that calibration score); without one ``i0 = i1 = m``. One tie at most,
+    so ``p0 <= p1`` as in the exact algorithm; a score equal to a calibration score
+    is its own tie (distance 0), and one without a calibration score so near is
+    counted as the ``venn-abers`` package counts it. NaN pads stand for the missing
+    neighbour at either end: a comparison with NaN is false (so in the graph).
+    """
+    padded = np.r_[np.nan, scores, np.nan]
+    m = np.searchsorted(scores, s, "left")
+    m[np.isnan(s)] = 0  # the graph's count of a NaN: no comparison holds
+    lo, hi = padded[m], padded[m + 1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        d_lo, d_hi = s - lo, hi - s
+        tie_lo = d_lo <= np.abs(lo) * TIE_TOLERANCE
+        tie_hi = d_hi <= np.abs(hi) * TIE_TOLERANCE
+        use_hi = tie_hi & (~tie_lo | (d_hi <= d_lo))
+    use_lo = tie_lo & ~use_hi
+    return m + use_hi, m - use_lo
 
 
 def _p1_table(P: np.ndarray) -> np.ndarray:
@@ -103,21 +121,42 @@ class VennAbersCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     ``predict_proba`` evaluates, in float64, exactly what the ONNX converter
     emits::
 
-        t = max(|s|, 1) * 1e-12
-        p0 = p0_[#{scores_ <= s + t}];  p1 = p1_[#{scores_ < s - t}]
+        m = #{scores_ < s}
+        lo, hi = scores_[m - 1], scores_[m]   (missing at either end: no tie)
+        tie_lo = s - lo <= |lo| * 1e-12;  tie_hi = hi - s <= |hi| * 1e-12
+        one tie at most, the nearer: j = m (hi) or m - 1 (lo)
+        p0 = p0_[j + 1], p1 = p1_[j] with a tie;  p0 = p0_[m], p1 = p1_[m] without
         p = p1 / max(1 - p0 + p1, 1e-300);  predict_proba = [1 - p, p]
 
-    and :meth:`predict_interval` gives ``[p0, p1]``. A score within ``t`` of a
-    calibration score counts as equal to it (a test object tied with a
-    calibration object): the scores a base model's graph computes may differ
-    from Python's in the last bits, and the map jumps at each calibration
-    score; on the rows the calibrator was fitted on, exact equality would make
-    the graph and Python disagree there. The tables are computed as
-    the ``venn-abers`` package (Petej, 1.5.4) computes them (``calc_p0p1``, the
-    greatest convex minorant of the cumulative sum diagram with the test object
-    inserted, Vovk, Petej and Fedorova 2015, Algorithms 1 to 4), with total
-    weights in place of counts: weight ``k`` equals ``k`` repeated rows, and
-    the test object weighs 1.
+    and :meth:`predict_interval` gives ``[p0, p1]``. A score within ``1e-12``
+    of a calibration score ``c``, relative to ``|c|`` at every magnitude (a
+    score near 0 ties only with a calibration score as near relative to its
+    own size), counts as equal to it: the scores a base model's graph
+    computes may differ from Python's in the last bits, and the map jumps at
+    each calibration score, so on the rows the calibrator was fitted on exact
+    equality would make the graph and Python disagree there. A score ties
+    with one calibration score at most, so ``p0 <= p1`` always.
+
+    What is guaranteed: the tables are computed as the ``venn-abers`` package
+    (Petej, 1.5.4) computes them (``calc_p0p1``, the greatest convex minorant
+    of the cumulative sum diagram with the test object inserted, Vovk, Petej
+    and Fedorova 2015, Algorithms 1 to 4), with total weights in place of
+    counts (weight ``k`` equals ``k`` repeated rows; the test object weighs
+    1). On unweighted data, the interval and the merged probability equal the
+    package's exactly for every score that is a calibration score or lies
+    farther than the tie band from all of them; a score inside the band of a
+    calibration score it does not equal gets that score's interval (the
+    package's would be the one of a score just beside it). The graph computes
+    the same float64 operations: it equals ``predict_proba`` on every float64
+    score, ``+-inf`` giving the limit of the largest floats and NaN giving
+    NaN (``predict_proba`` refuses non-finite scores, and
+    :func:`~bernonnx.export.onnx_inputs` refuses what Python refuses). Behind
+    a base model, the graph must compute the base scores Python computes, to
+    the band: it does for a model fitted on float64 data (in float64, inside
+    a float32 graph too), not for one fitted on float32 data (float32 BLAS
+    sums, a few float32 units off), which :func:`~bernonnx.export.to_onnx`
+    refuses; :func:`~bernonnx.attach` refuses a float32 score output unless
+    the map was fitted on float32 scores (the graph's own).
 
     References
     ----------
@@ -192,9 +231,10 @@ class VennAbersCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
         return np.stack(self._bounds(predict_scores(self, X).astype(np.float64)), axis=1)
 
     def _bounds(self, s):
-        below, above = tie_band(s)
-        p0 = self.p0_[np.searchsorted(self.scores_, above, "right")]
-        p1 = self.p1_[np.searchsorted(self.scores_, below, "left")]
+        i0, i1 = tied_counts(self.scores_, s)
+        nan = np.isnan(s)  # NaN in, NaN out (the graph's Where)
+        p0 = np.where(nan, np.nan, self.p0_[i0])
+        p1 = np.where(nan, np.nan, self.p1_[i1])
         return p0, p1
 
     def _evaluate(self, s):

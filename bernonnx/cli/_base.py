@@ -25,7 +25,8 @@ exit status:
      a read-only place); nothing new is left on disk
   3  the ONNX graph does not reproduce Python within the parity tolerance (export,
      demo): the report is printed, the .onnx file is written for inspection, the
-     Triton repository and ORT files are not
+     Triton repository and ORT files are not (nothing is written when to_onnx's own
+     check on the file's rows finds the difference)
 """
 
 

@@ -67,6 +67,11 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _absolute(path: Path) -> Path:
+    """``path`` absolute and normalised (``a/../b`` is ``b``), without resolving links."""
+    return Path(os.path.normpath(Path(path).absolute()))
+
+
 def _check_outputs(inputs: Sequence[Path], outputs: Sequence[tuple[str, Path]]) -> None:
     """Refuse, before anything is written, an output that would destroy an input or
     cannot be written: an input file, a folder, two outputs on one path, a path whose
@@ -85,6 +90,16 @@ def _check_outputs(inputs: Sequence[Path], outputs: Sequence[tuple[str, Path]]) 
         for other, earlier in seen:
             if _same_file(path, earlier):
                 raise InputError(f"{given} and {other} would write the same file {path}")
+            # one output inside the folder another is written as: both cannot be made
+            for inner, outer, flag, file_flag in (
+                (path, earlier, given, other),
+                (earlier, path, other, given),
+            ):
+                if _absolute(outer) in _absolute(inner).parents:
+                    raise InputError(
+                        f"{flag} writes {inner} inside {outer}, which {file_flag} writes as "
+                        "a file: give them different paths"
+                    )
         if path.is_dir():
             raise InputError(f"{given}: {path} is a folder; expected a file path")
         ancestor = path.parent

@@ -152,6 +152,16 @@ def _check_probabilities(method: _Method, S: np.ndarray, what: str) -> None:
         )
 
 
+def _reads_unit_scores(calibrator, S: np.ndarray) -> bool:
+    """Tell a temperature-family calibrator (``input="logits"`` by default) that scores all
+    in [0, 1] are probabilities (``input="proba"``): read as log-odds, a temperature fits
+    to infinity and predicts 1/2 everywhere. True when it was told."""
+    if calibrator.get_params().get("input") == "logits" and S.min() >= 0.0 and S.max() <= 1.0:
+        calibrator.set_params(input="proba")
+        return True
+    return False
+
+
 def _fit_scores(method: _Method, S: np.ndarray, y: np.ndarray):
     """Fit ``method`` on the score matrix ``S``; returns ``predict(S) -> probabilities``."""
     if method.kind == "reference":
@@ -165,6 +175,7 @@ def _fit_scores(method: _Method, S: np.ndarray, y: np.ndarray):
         model = CalibratedClassifierCV(base, method=method.name.split("-")[1]).fit(X, y)
         return lambda X: model.predict_proba(X.mean(axis=1, keepdims=True))[:, 1]
     calibrator = method.make()
+    _reads_unit_scores(calibrator, S)
     if method.kind == "multi":
         calibrator.fit(S, y)
         return lambda X: calibrator.predict_proba(X)[:, 1]

@@ -261,8 +261,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "gives (and the true labels), then write ONE graph: the model's inputs, unchanged, "
         "and the outputs 'label' and 'probabilities' of the calibrator reading the model "
         "output --output (its column --column). One-score methods read one --score column; "
-        "'temperature' with one --score column per class (in the order of the sorted "
-        "labels) calibrates the (N, K) logits or log-probabilities jointly. Opsets are "
+        "a multiclass method ('sms-bernstein', the library's multiclass default, "
+        "'temperature', 'vector-scaling', 'matrix-scaling', 'svs', 'sms', "
+        "'temperature-bernstein') with one --score column per class (in the order of the "
+        "sorted labels) calibrates the (N, K) logits, log-probabilities or probabilities "
+        "(scores all in [0, 1] are read as probabilities) jointly. Opsets are "
         "reconciled and names made unique (bernonnx.attach). The model's inputs are not in "
         "the CSV, so no parity check runs here: compare the merged graph's probabilities "
         "with the calibrator run on the model's own ONNX scores.",
@@ -279,7 +282,7 @@ def _build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="K",
         help="the score column of a 2-D output (e.g. 1 for (N, 2) probabilities); default: "
-        "the whole output, (N,) or (N, 1), or (N, K) for temperature",
+        "the whole output, (N,) or (N, 1), or (N, K) for a multiclass method",
     )
     _add_method_argument(attach)
     attach.add_argument("--onnx", required=True, metavar="OUT.onnx", help="ONNX file to write")

@@ -13,7 +13,7 @@ from bernonnx._registry import entry_for
 from ._base import EXIT_OK, EXIT_PARITY, InputError, _Progress
 from ._csv import _binary_target
 from ._files import _class_labels, _Outputs, _read_labelled
-from ._methods import _METHOD_LIST, _check_probabilities, _method
+from ._methods import _METHOD_LIST, _check_probabilities, _method, _reads_unit_scores
 from ._stream import (
     _UNBOUNDED,
     _bounded,
@@ -169,6 +169,9 @@ def _fit_labelled(method, S: np.ndarray, labels, args):
     the data is one :class:`InputError` naming it.
     """
     calibrator = method.make()
+    read_as = ""
+    if _reads_unit_scores(calibrator, S):
+        read_as = "; scores all in [0, 1], read as probabilities (input='proba')"
     multiclass = entry_for(calibrator).multiclass and S.shape[1] > 1
     if multiclass:
         if args.pos_label is not None:
@@ -203,7 +206,19 @@ def _fit_labelled(method, S: np.ndarray, labels, args):
         raise InputError(
             f"method {method.name!r} cannot be fitted on {len(y)} rows ({counted}): {reason}"
         ) from exc
-    return calibrator, described
+    proba = calibrator.predict_proba(S)
+    if np.ptp(S, axis=0).max() > 0.0 and np.ptp(proba, axis=0).max() == 0.0:
+        shown = ", ".join(f"{v:.4g}" for v in proba[0])
+        if getattr(calibrator, "inverse_temperature_", None) == 0.0:
+            # temperature 'inf': uniform probabilities, whatever the labels' frequencies
+            raise InputError(
+                f"method {method.name!r} maps every row of the file to the same "
+                f"probabilities ({shown}): the scores give it no ranking to calibrate "
+                "(temperature_ = inf; are they the kind the method reads? temperature "
+                "scaling reads logits); nothing was written"
+            )
+        read_as += f"; CONSTANT: every row gets probabilities ({shown}), no ranking kept"
+    return calibrator, described + read_as
 
 
 def _fit_in_memory(method, args, progress: _Progress):

@@ -161,6 +161,31 @@ def _calibrator_graph(
     return onx
 
 
+def _check_float32_ties(calibrator, dtype, output: str) -> None:
+    """Refuse a Venn-Abers map fitted on scores a float32 ``output`` cannot give.
+
+    The map jumps at every calibration score; fitted on the graph's own float32 scores,
+    it reads them to the last bit, but fitted on other scores (scikit-learn's float64
+    ``predict_proba``) a calibration row's score from the graph is not its calibration
+    score, and lands on another step.
+    """
+    from bernonnx.binary.venn_abers import VennAbersCalibrator
+
+    if np.dtype(dtype) != np.float32 or not isinstance(calibrator, VennAbersCalibrator):
+        return
+    scores = np.asarray(calibrator.scores_, dtype=np.float64)
+    held = scores.astype(np.float32).astype(np.float64) == scores
+    if not held.all():
+        raise ValueError(
+            f"calibrator {type(calibrator).__name__} was fitted on scores float32 does not "
+            f"hold ({int((~held).sum())} of {held.size} distinct, e.g. "
+            f"{float(scores[~held][0])!r}), and output {output!r} is float32: a row whose score "
+            "equals a calibration score in Python would land on another step of the map in "
+            "the graph; fit the calibrator on the graph's own float32 scores (run the model "
+            "graph on the calibration rows), or export a float64 model graph"
+        )
+
+
 def attach(
     model,
     calibrator,
@@ -218,8 +243,10 @@ def attach(
     ValueError
         ``output`` is not a float tensor output of the model (or has no type
         that shape inference can find), ``column`` does not fit its shape, the
-        model keeps tensors in external files that are not loaded, or the model
-        fails ``onnx.checker.check_model``.
+        model keeps tensors in external files that are not loaded, the model
+        fails ``onnx.checker.check_model``, or a ``VennAbersCalibrator`` fitted on
+        scores float32 does not hold is attached to a float32 ``output`` (its
+        calibration rows' graph scores would miss their ties).
 
     Notes
     -----
@@ -284,6 +311,7 @@ def attach(
         except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
             _refuse_invalid(model, exc)  # a ValueError when the model fails the checker
     info, dtype, dims = _score_output(base, output)
+    _check_float32_ties(calibrator, dtype, output)
     width = int(calibrator.n_features_in_)
     if width > 1 and not (entry.multi or entry.multiclass):
         raise ValueError(f"{type(calibrator).__name__} must read one score column")

@@ -216,9 +216,13 @@ def to_onnx(
     dtype : {None, np.float32, np.float64}, default=None
         Float type of the graph's numeric inputs and of the probabilities. None
         follows the data: float32 when every numeric value of ``X_sample`` is
-        float32, float64 otherwise (float64 and integer arrays or columns).
-        Inside the graph every stage computes in the precision scikit-learn uses
-        on the data.
+        float32, float64 otherwise (float64 and integer arrays or columns). A
+        ``VennAbersCalibrator`` behind a model fitted on float32 data (float32
+        BLAS sums, which a graph repeats only to a few float32 units: that map
+        jumps at every calibration score) has no exact graph: ``np.float32`` is
+        refused with a ``ValueError``, float64 with the float32 fit's
+        ``NotImplementedError``. Inside the graph every stage computes in the
+        precision scikit-learn uses on the data.
 
         ``np.float64`` for float32 data gives a float64 interface that casts its
         inputs to float32, so it reproduces Python on those float32 values.
@@ -291,7 +295,12 @@ def to_onnx(
     from bernonnx.converters.base_scores import SAMPLE
     from bernonnx.converters.exact import EXACT_PARSERS, EXACT_SHAPES, EXACT_TRANSFORMERS
     from bernonnx.converters.shift import PRIORS_INPUT
-    from bernonnx.converters.supported import float32_fit_problems, refusal, unsupported_steps
+    from bernonnx.converters.supported import (
+        float32_fit_problems,
+        float64_only_steps,
+        refusal,
+        unsupported_steps,
+    )
 
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
@@ -328,8 +337,11 @@ def to_onnx(
         raise NotImplementedError(refusal(problems))
 
     float32_data = _is_float32_data(X_sample)
+    float64_only = float64_only_steps(model, float32_data, dtype)  # Venn-Abers
     dtype = (
-        np.dtype(np.float32 if float32_data else np.float64) if dtype is None else np.dtype(dtype)
+        np.dtype(np.float32 if float32_data and not float64_only else np.float64)
+        if dtype is None
+        else np.dtype(dtype)
     )
     # float32 interface for other data: a float64 graph whose inputs are cast up
     narrow = dtype == np.float32 and not float32_data

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, logit
 
+from bernonnx._core.scale import rescaled
 from bernonnx._registry import CALIBRATORS, resolve
 
 from ._common import (
@@ -186,14 +187,21 @@ class _Beta(CurveHooks):
 
 
 class _Quadratic(CurveHooks):
+    @staticmethod
+    def _ends(cal) -> np.ndarray:
+        """The fitted range in the raw log-odds (``low_``, ``high_`` are scaled by
+        ``2**log2_scale_``)."""
+        return rescaled(np.array([cal.low_, cal.high_]), -cal.log2_scale_)
+
     def default_range(self, cal):
         if cal.input_ == "proba":
             return 0.0, 1.0
-        return _padded(float(cal.low_), float(cal.high_))
+        low, high = self._ends(cal)
+        return _padded(float(low), float(high))
 
     def jumps(self, cal, lo, hi):
         # the quadratic meets its tangent tails at the ends of the fitted range
-        ends = np.array([cal.low_, cal.high_])
+        ends = self._ends(cal)
         if cal.input_ == "proba":
             ends = expit(ends)
         return ends[(ends >= lo) & (ends <= hi)]

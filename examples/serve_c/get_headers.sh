@@ -10,6 +10,10 @@ dest="${1:?usage: sh get_headers.sh DEST}"
 mkdir -p "$dest"
 dest="$(cd "$dest" && pwd)"
 state="$dest/apt"
+echo "get_headers.sh: apt-get downloads Debian 13's libonnxruntime-dev .deb (from" \
+  "deb.debian.org) into $state, a private apt state, and unpacks its headers into" \
+  "$dest/include/onnxruntime; the system's apt sources and packages are not touched," \
+  "nothing is installed" >&2
 mkdir -p "$state/lists/partial" "$state/archives/partial"
 echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
   > "$state/sources.list"

@@ -8,6 +8,8 @@ set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
 headers="${ONNXRUNTIME_INCLUDE:-/usr/include/onnxruntime}"
 if [ ! -f "$headers/onnxruntime_c_api.h" ]; then
+  echo "quickstart.sh: no onnxruntime headers in $headers (set ONNXRUNTIME_INCLUDE, or" \
+    "install Debian 13's libonnxruntime-dev); fetching them with get_headers.sh" >&2
   sh "$here/get_headers.sh" "$here/build"
   headers="$here/build/include/onnxruntime"
 fi
