@@ -356,7 +356,7 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 rows = y_index == k
                 if not rows.any():
                     raise ValueError(
-                        f"class_conditional=True but class {self.classes_[k]!r} has no "
+                        f"class_conditional=True but class {self.classes_.tolist()[k]!r} has no "
                         "conformalization row: its threshold cannot be computed; give rows "
                         "of every class, or use class_conditional=False"
                     )
@@ -371,7 +371,8 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 pool, w, test = true, base * ratio[y_index], ratio[k]
             quantiles[k] = finite_sample_quantile(pool, self.confidence, w, test)
             thresholds[k] = place_threshold(pool, quantiles[k], self.tie)
-        full = [self.classes_[k] for k in range(n_classes) if not np.isfinite(thresholds[k])]
+        labels = self.classes_.tolist()
+        full = [labels[k] for k in range(n_classes) if not np.isfinite(thresholds[k])]
         if full:
             warnings.warn(
                 f"too few conformalization rows for confidence={self.confidence:g} (at least "
