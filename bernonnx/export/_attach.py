@@ -32,8 +32,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from bernonnx._registry import entry_for
 from bernonnx._version import __version__
-from bernonnx.converters._graph import MIN_OPSET
 from bernonnx.conformal import ConformalClassifier
+from bernonnx.converters._graph import MIN_OPSET
 from bernonnx.shift import PriorShiftAdapter
 
 from ._onnx_model import (
