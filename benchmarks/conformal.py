@@ -338,7 +338,7 @@ def shifted(model, X_conf, y_conf, X_test, yi, confidence, seed, out) -> dict:
 def cases(quick: bool):
     if quick:
         return [("satimage", "logistic", 0)]
-    return [(t, m, s) for t in BINARY + MULTICLASS for m in MODELS for s in range(3)]
+    return [(t, m, s) for t in BINARY + MULTICLASS for m in MODELS for s in range(2)]
 
 
 def cached(table, kind, seed, rows) -> dict:

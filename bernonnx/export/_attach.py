@@ -36,6 +36,7 @@ from bernonnx.conformal import ConformalClassifier
 from bernonnx.converters._graph import MIN_OPSET
 from bernonnx.shift import PriorShiftAdapter
 
+from ._conformal import finish as finish_sets
 from ._onnx_model import (
     _adapter,
     _check_external_data,
@@ -256,16 +257,16 @@ def attach(
     True
     """
     if isinstance(calibrator, ConformalClassifier):  # the calibrated graph, then the sets
-        from ._conformal import conformal_attach
-
-        return conformal_attach(
+        check_is_fitted(calibrator)
+        merged = attach(
             model,
-            calibrator,
+            calibrator.estimator_,
             output=output,
             column=column,
             keep_outputs=keep_outputs,
             priors_input=priors_input,
         )
+        return finish_sets(calibrator, merged, None)
     if isinstance(model, str | os.PathLike):
         model = load_model_file(model, "model")
     if not isinstance(model, onnx.ModelProto):

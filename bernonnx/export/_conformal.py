@@ -1,9 +1,9 @@
-"""The export of a :class:`~bernonnx.ConformalClassifier`: the wrapped model's graph
-(``to_onnx`` or ``attach``, with every check they make), the prediction-set stage
-appended (``bernonnx.converters.conformal``), then two checks on the sample rows: the
-float64 probabilities the stage reads are within ``tie / 10`` of Python's (else the
-threshold's margin cannot absorb the difference, and the export is refused), and the
-graph's sets equal ``predict_set`` on every row.
+"""The export of a :class:`~bernonnx.ConformalClassifier`: ``to_onnx`` and ``attach``
+write the wrapped model's graph (with every check they make), then :func:`finish`
+appends the prediction-set stage (``bernonnx.converters.conformal``) and checks it on
+the sample rows: the float64 probabilities the stage reads must be within ``tie / 10``
+of Python's (else the threshold's margin cannot absorb the difference, and the export
+is refused), and the graph's sets must equal ``predict_set`` on every row.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from bernonnx.deploy import run_onnx
 from ._inputs import _final_estimator, onnx_inputs
 from ._ort_rewrites import make_safe
 
-__all__ = ["check_sets", "conformal_attach", "conformal_to_onnx", "is_conformal"]
+__all__ = ["check_sets", "finish", "is_conformal", "with_sets"]
 
 
 def is_conformal(model) -> bool:
@@ -76,7 +76,9 @@ def check_sets(model, onx: onnx.ModelProto, X, uniforms=None) -> dict:
     }
 
 
-def _finish(model, onx, X_sample) -> onnx.ModelProto:
+def finish(model, onx, X_sample) -> onnx.ModelProto:
+    """The wrapped model's graph ``onx`` with the prediction sets of the fitted
+    ``ConformalClassifier`` ``model`` appended; checked on ``X_sample`` (when given)."""
     from bernonnx.converters.conformal import add_prediction_set
 
     final = model
@@ -105,26 +107,13 @@ def _finish(model, onx, X_sample) -> onnx.ModelProto:
     return onx
 
 
-def conformal_to_onnx(model, X_sample, **kwargs) -> onnx.ModelProto:
-    """:func:`bernonnx.to_onnx` of a ``ConformalClassifier``: the wrapped model's graph
-    plus the output ``prediction_set``."""
-    from .convert import to_onnx
-
-    if kwargs.get("zipmap"):
+def with_sets(to_onnx, model, X_sample, **options) -> onnx.ModelProto:
+    """``to_onnx`` (passed in: this module sits below ``convert``) of the model that
+    ``model``, a ``ConformalClassifier``, wraps; then :func:`finish`."""
+    if options.pop("zipmap", False):
         raise ValueError(
             "zipmap=True cannot carry prediction sets: the sets read the float64 "
             "probabilities, which ZipMap replaces; keep zipmap=False"
         )
     check_is_fitted(model)
-    onx = to_onnx(model.estimator_, X_sample, **kwargs)
-    return _finish(model, onx, X_sample)
-
-
-def conformal_attach(model, conformal, *, scores_sample=None, **kwargs) -> onnx.ModelProto:
-    """:func:`bernonnx.attach` of a ``ConformalClassifier`` wrapping a calibrator (or a
-    ``PriorShiftAdapter`` around one): the calibrated graph plus ``prediction_set``."""
-    from ._attach import attach
-
-    check_is_fitted(conformal)
-    onx = attach(model, conformal.estimator_, **kwargs)
-    return _finish(conformal, onx, None)
+    return finish(model, to_onnx(model.estimator_, X_sample, **options), X_sample)

@@ -28,7 +28,7 @@ from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 from bernonnx.shift import PriorShiftAdapter
 
-from ._conformal import conformal_to_onnx, is_conformal
+from ._conformal import is_conformal, with_sets
 from ._errors import (
     check_arguments,
     check_routed_columns,
@@ -301,7 +301,8 @@ def to_onnx(
     from bernonnx.converters.supported import float32_fit_problems, refusal, unsupported_steps
 
     if is_conformal(model):  # the wrapped model's graph, then the prediction sets
-        return conformal_to_onnx(
+        return with_sets(
+            to_onnx,
             model,
             X_sample,
             dtype=dtype,
