@@ -8,6 +8,7 @@ Generated data only for the quantile's identities.
 
 from __future__ import annotations
 
+import pickle
 import warnings
 
 import numpy as np
@@ -22,6 +23,11 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.utils.estimator_checks import (
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_set_params,
+)
 
 from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR
 from bernonnx import (
@@ -239,6 +245,20 @@ def test_clone_keeps_the_fitted_model_and_refits_the_sets(credit):
     assert np.all(first.predict_set(Xt) <= twin.predict_set(Xt))
     np.testing.assert_array_equal(twin.predict_proba(Xt), model.predict_proba(Xt))
     np.testing.assert_array_equal(twin.predict(Xt), model.predict(Xt))
+
+
+def test_estimator_conventions_and_pickle(credit):
+    model, (Xc, yc), (Xt, _) = credit
+    sets = ConformalClassifier(model, score="raps", random_state=0)
+    check_no_attributes_set_in_init("conformal", sets)
+    check_get_params_invariance("conformal", sets)
+    check_set_params("conformal", sets)
+    sets.fit(Xc, yc)
+    again = pickle.loads(pickle.dumps(sets))
+    np.testing.assert_array_equal(again.predict_set(Xt), sets.predict_set(Xt))
+    # a Pipeline has no predict_set: wrapping the Pipeline is the way, and to_onnx says so
+    with pytest.raises(ValueError, match="wrap the fitted Pipeline instead"):
+        to_onnx(make_pipeline(StandardScaler(), sets), Xt[:5])
 
 
 def test_bad_input(credit):
