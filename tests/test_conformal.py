@@ -345,6 +345,8 @@ def test_prior_shift_graph_and_triton(credit, tmp_path):
     u = np.random.default_rng(2).random(len(Xt))
     got = _graph_sets(onx, Xt, u)["prediction_set"]
     np.testing.assert_array_equal(got, sets.predict_set(Xt, u))
+    with pytest.raises(ValueError, match="priors_input=True cannot carry prediction sets"):
+        to_onnx(sets, Xt[:5], priors_input=True)
     text = (write_triton_repository(onx, tmp_path, "sets") / "config.pbtxt").read_text()
     block = text[text.index('name: "prediction_set"') :].split("}")[0]
     assert "TYPE_BOOL" in block and "dims: [ 2 ]" in block

@@ -305,16 +305,15 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.lam is not None and self.k_reg is not None:
             self.lam_, self.k_reg_ = float(self.lam), int(self.k_reg)
             return X, y_index, weights
-        stratify = y_index if np.bincount(y_index).min() >= 2 else None
         split = StratifiedShuffleSplit(
             n_splits=1, test_size=self.tuning_fraction, random_state=rng.randint(2**31 - 1)
         )
-        if stratify is None:
+        try:
+            keep, tune = next(split.split(np.zeros(len(y_index)), y_index))
+        except ValueError:  # a class of one row, or fewer tuning rows than classes
             order = rng.permutation(len(y_index))
             cut = int(round(len(y_index) * (1 - self.tuning_fraction)))
             keep, tune = order[:cut], order[cut:]
-        else:
-            keep, tune = next(split.split(np.zeros(len(y_index)), y_index))
         tune_proba = self.estimator_.predict_proba(_safe_indexing(X, tune))
         self.lam_, self.k_reg_ = raps.choose(
             tune_proba,

@@ -115,5 +115,11 @@ def with_sets(to_onnx, model, X_sample, **options) -> onnx.ModelProto:
             "zipmap=True cannot carry prediction sets: the sets read the float64 "
             "probabilities, which ZipMap replaces; keep zipmap=False"
         )
+    if options.get("priors_input"):
+        raise ValueError(
+            "priors_input=True cannot carry prediction sets: their thresholds are weighted "
+            "for the adapter's prior_, and other priors fed per request would need others; "
+            "export one graph per prior, or keep priors_input=False"
+        )
     check_is_fitted(model)
     return finish(model, to_onnx(model.estimator_, X_sample, **options), X_sample)
