@@ -83,13 +83,14 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         One threshold per class from that class's rows (Mondrian conformal
         prediction): coverage ``c`` within every class, not only on average.
     randomized : bool, default=False
-        APS and RAPS only. Their conformalization scores are always randomised (the
-        mass of the classes above plus ``(1 - u)`` times the class's own probability,
-        ``u`` uniform per row, drawn from ``random_state``). False: a new row's set
-        takes ``u = 1``, keeping the class that crosses the threshold (MAPIE's
-        ``include_last_label=True``, coverage at least ``c``), deterministic. True:
-        one draw per new row, given to :meth:`predict_set` or to the graph as its
-        ``uniforms`` input, for sets of coverage ``c`` on average.
+        APS and RAPS only. False: the score is the mass of the classes ranked above the
+        class (``u = 1`` below), on the conformalization rows and on new rows alike, so
+        a set keeps the class that crosses the threshold and is never empty;
+        deterministic, coverage at least ``c``. True: the score is that mass plus
+        ``(1 - u)`` times the class's own probability, ``u`` uniform per row (drawn
+        from ``random_state`` on the conformalization rows; given to
+        :meth:`predict_set`, or to the graph as its ``uniforms`` input), for coverage
+        ``c`` on average and smaller sets (Romano et al.'s randomised sets).
     lam, k_reg : float and int, default=None
         RAPS's penalty and the rank it starts after; None chooses them on
         ``tuning_fraction`` of the conformalization rows (stratified, then left out
@@ -291,8 +292,8 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             X, y_index, weights = self._tune_raps(X, y_index, weights, rng)
         proba = np.asarray(self.estimator_.predict_proba(X), dtype=np.float64)
         n = proba.shape[0]
-        # APS and RAPS calibrate on the randomised scores (Romano et al.; MAPIE too)
-        uniforms = None if self.score == "lac" else rng.uniform(size=n)
+        # randomised sets: one draw per row here too, as at prediction (Romano et al.)
+        uniforms = rng.uniform(size=n) if self.randomized else None
         true = self._class_scores(proba, uniforms)[np.arange(n), y_index]
         self.prior_ratio_ = self._prior_ratio(y_index, weights)
         self.quantile_, self.threshold_ = self._thresholds(true, y_index, weights)
@@ -319,7 +320,7 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             tune_proba,
             y_index[tune],
             self.confidence,
-            rng.uniform(size=len(tune)),
+            rng.uniform(size=len(tune)) if self.randomized else None,
             lam=self.lam,
             k_reg=self.k_reg,
             tie=self.tie,

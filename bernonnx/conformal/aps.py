@@ -6,15 +6,19 @@ whose probabilities differ by at most ``tie`` count as tied (neither is above th
 other), so the score does not depend on how a sort breaks ties, and a graph whose
 probabilities differ from Python's in the last bit ranks the classes as Python does.
 
-The conformalization rows' scores are randomised as Romano et al. define them: the
-mass above plus ``(1 - u)`` times the class's own probability, one uniform draw ``u`` per
-row. A new row's set is then deterministic by default, ``u = 1``: a class is in when the
-mass above it is at most the threshold, so the class that crosses the threshold is kept
-(MAPIE's ``include_last_label=True``; at least the randomised set's coverage, since
-``u = 1`` gives the largest of them). Randomised: with one draw per new row, given (the
-graph takes them as its ``uniforms`` input), the sets are of the asked coverage on
-average, and equal MAPIE's ``include_last_label="randomized"`` sets for the same draws
-where no two probabilities tie.
+Deterministic by default: the score is the mass strictly above the class (Romano et
+al.'s score at ``u = 0`` in their notation), on the conformalization rows and on new rows
+alike. A set then holds the classes ranked before the one that crosses the threshold
+and that one too, it is never empty, and its coverage is at least the asked one (more
+where many rows share a score: every row's top class scores 0). Randomised: the mass
+above plus ``(1 - u)`` times the class's own probability, one uniform draw ``u`` per row,
+on both sides (the graph takes the new rows' draws as its ``uniforms`` input): coverage
+as asked on average, and the sets equal MAPIE's ``include_last_label="randomized"`` sets
+for the same draws where no two probabilities tie.
+
+MAPIE's deterministic APS (``include_last_label=True``) scores the conformalization
+rows with random draws and new rows with ``u = 1``: the two sides differ, it covers more
+than asked, and its sets are larger than these.
 
 References
 ----------

@@ -40,8 +40,8 @@ def class_scores(proba, lam: float, k_reg: int, uniforms=None, tie: float = TIE)
 
 
 def choose(proba, y_index, confidence: float, uniforms, *, lam=None, k_reg=None, tie: float = TIE):
-    """``(lam, k_reg)`` chosen on tuning rows (their probabilities, true classes and
-    one uniform draw each for their randomised scores).
+    """``(lam, k_reg)`` chosen on tuning rows (their probabilities, true classes and,
+    for randomised scores, one uniform draw each; None for the deterministic ones).
 
     ``k_reg``: the finite-sample quantile of the true classes' ranks at ``confidence``
     (capped at K); ``lam``: the grid value with the smallest mean deterministic set
