@@ -52,7 +52,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import git_revision, load_average, md_table, now  # noqa: E402
 
-CORPUS = Path(__file__).resolve().parents[1].parent.parent / "shared" / "data" / "corpus"
+#: the corpus beside the repository (``../shared/data/corpus``); $BERNONNX_CORPUS overrides
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "corpus"
 CACHE = Path(__file__).resolve().parent / ".conformal_cache"
 BINARY = ["spambase", "phishing_websites", "htru2_pulsar", "eeg_eye_state"]
 MULTICLASS = ["satimage", "dry_bean", "pendigits", "letter_recognition", "wine_quality"]
@@ -62,7 +63,10 @@ CONFIDENCES = [0.9, 0.95]
 
 
 def corpus_dir() -> Path:
-    for candidate in (CORPUS, Path("/work/shared/data/corpus")):
+    import os
+
+    candidates = [Path(os.environ["BERNONNX_CORPUS"])] if "BERNONNX_CORPUS" in os.environ else []
+    for candidate in (*candidates, CORPUS, Path("/work/shared/data/corpus")):
         if candidate.is_dir():
             return candidate
     raise SystemExit("the corpus tables (../shared/data/corpus) are not there")
@@ -124,11 +128,11 @@ def graph_check(inner_onx, model, X, uniforms=None) -> int:
     """Rows of ``X`` where the graph's set differs from ``predict_set``."""
     from bernonnx.deploy import run_onnx
     from bernonnx.export import onnx_inputs
-    from bernonnx.export._conformal import _finish
+    from bernonnx.export._conformal import finish
 
     onx = onnx.ModelProto()
     onx.CopyFrom(inner_onx)
-    _finish(model, onx, None)
+    finish(model, onx, None)
     feed = onnx_inputs(onx, X)
     if uniforms is not None:
         feed["uniforms"] = uniforms
@@ -341,9 +345,9 @@ def cases(quick: bool):
     return [(t, m, s) for t in BINARY + MULTICLASS for m in MODELS for s in range(2)]
 
 
-def cached(table, kind, seed, rows) -> dict:
-    CACHE.mkdir(exist_ok=True)
-    path = CACHE / f"{table}-{kind}-{seed}-{rows}.json"
+def cached(table, kind, seed, rows, cache: Path = CACHE) -> dict:
+    cache.mkdir(exist_ok=True)
+    path = cache / f"{table}-{kind}-{seed}-{rows}.json"
     if path.exists():
         return json.loads(path.read_text())
     with warnings.catch_warnings():
@@ -502,9 +506,9 @@ def report(results, args) -> str:
             [
                 confidence,
                 len(covs),
-                f"{covs[worst]:.4f} ({'/'.join(worst)})",
+                f"{covs[worst]:.4f} ({'/'.join(worst)})" if covs else "-",
                 f"{below}",
-                f"{min(marg.values()):.4f}",
+                f"{min(marg.values()):.4f}" if marg else "-",
                 f"{below_marginal}",
             ]
         )
@@ -613,11 +617,12 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--rows", type=int, default=6000)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="folder of cached cases")
     args = parser.parse_args(argv)
     results = []
     for table, kind, seed in cases(args.quick):
         start = time.perf_counter()
-        results.append(cached(table, kind, seed, args.rows))
+        results.append(cached(table, kind, seed, args.rows, args.cache))
         print(
             f"{table} {kind} seed {seed}: {time.perf_counter() - start:.1f} s "
             f"(load {load_average()})",
