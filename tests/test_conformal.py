@@ -221,6 +221,17 @@ def test_sets_nested_and_coverage_monotone_in_confidence(credit, a, b, score):
     assert coverage(s1, yt, model.classes_) <= coverage(s2, yt, model.classes_)
 
 
+def test_sample_weights_equal_repeated_rows(digits):
+    model, (Xc, yc), (Xt, _) = digits
+    counts = np.random.default_rng(0).integers(0, 4, len(yc))
+    rows = np.repeat(np.arange(len(yc)), counts)
+    for case in (dict(score="lac"), dict(score="aps", class_conditional=True)):
+        weighted = ConformalClassifier(model, **case).fit(Xc, yc, sample_weight=counts)
+        repeated = ConformalClassifier(model, **case).fit(Xc.iloc[rows], yc[rows])
+        np.testing.assert_array_equal(weighted.threshold_, repeated.threshold_)
+        np.testing.assert_array_equal(weighted.predict_set(Xt), repeated.predict_set(Xt))
+
+
 def test_class_conditional_covers_every_class(digits):
     model, (Xc, yc), (Xt, yt) = digits
     sets = ConformalClassifier(model, confidence=0.8, class_conditional=True).fit(Xc, yc)

@@ -232,7 +232,10 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "not fitted (fit it on other rows than the conformalization rows first)"
             ) from None
         if self.randomized and self.score == "lac":
-            raise ValueError('randomized=True needs score="aps" or "raps"; LAC has no ties')
+            raise ValueError(
+                'randomized=True needs score="aps" or "raps": a LAC set has no class at '
+                "its edge to draw for"
+            )
 
     def _labels(self, y, n: int) -> np.ndarray:
         """Each label's index in ``classes_``; a ValueError naming unknown labels."""
@@ -370,7 +373,9 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 base = np.ones(len(true)) if weights is None else weights
                 pool, w, test = true, base * ratio[y_index], ratio[k]
             quantiles[k] = finite_sample_quantile(pool, self.confidence, w, test)
-            thresholds[k] = place_threshold(pool, quantiles[k], self.tie)
+            # a row of weight 0 is no row: its score does not move the threshold either
+            kept = pool if w is None else pool[w > 0]
+            thresholds[k] = place_threshold(kept, quantiles[k], self.tie)
         labels = self.classes_.tolist()
         full = [labels[k] for k in range(n_classes) if not np.isfinite(thresholds[k])]
         if full:
