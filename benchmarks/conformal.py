@@ -342,7 +342,7 @@ def shifted(model, X_conf, y_conf, X_test, yi, confidence, seed, out) -> dict:
 def cases(quick: bool):
     if quick:
         return [("satimage", "logistic", 0)]
-    return [(t, m, s) for t in BINARY + MULTICLASS for m in MODELS for s in range(2)]
+    return [(t, m, s) for t in BINARY + MULTICLASS for m in MODELS for s in range(3)]
 
 
 def cached(table, kind, seed, rows, cache: Path = CACHE) -> dict:
@@ -378,6 +378,7 @@ def _cell(r, confidence, score):
 
 
 def report(results, args) -> str:
+    loads = [float(r["load"].split()[0]) for r in results]
     lines = [
         "# Conformal prediction sets: bernonnx against MAPIE and crepes",
         "",
@@ -386,9 +387,9 @@ def report(results, args) -> str:
         f"{len({r['model'] for r in results})} base models x "
         f"{len({r['seed'] for r in results})} seeds, each table subsampled to at most "
         f"{args.rows} rows (stratified) and split 40/30/30 into training, conformalization "
-        "and test rows. Load average during the cases: "
-        f"{', '.join(sorted({r['load'] for r in results})[:3])} ... (times are under that "
-        "load, all methods in the same process one after the other).",
+        "and test rows. Load average (1 minute) when the cases started: "
+        f"{min(loads):.1f} to {max(loads):.1f} on 2 cores shared with other jobs (times are "
+        "under that load, all methods in the same process one after the other).",
         "",
         "Coverage: share of test rows whose true class is in the set; the targets are "
         "read on the coverage averaged over the seeds of each (table, model). ± is the "
