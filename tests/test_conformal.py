@@ -36,6 +36,7 @@ from bernonnx import (
     PlattCalibrator,
     PriorShiftAdapter,
     attach,
+    check_parity,
     to_onnx,
 )
 from bernonnx.conformal import ConformalWarning, finite_sample_quantile, place_threshold
@@ -380,6 +381,7 @@ def test_prior_shift_graph_and_triton(credit, tmp_path):
     u = np.random.default_rng(2).random(len(Xt))
     got = _graph_sets(onx, Xt, u)["prediction_set"]
     np.testing.assert_array_equal(got, sets.predict_set(Xt, u))
+    assert check_parity(sets, onx, Xt)["passed"]  # the draws fed for it
     with pytest.raises(ValueError, match="priors_input=True cannot carry prediction sets"):
         to_onnx(sets, Xt[:5], priors_input=True)
     text = (write_triton_repository(onx, tmp_path, "sets") / "config.pbtxt").read_text()
