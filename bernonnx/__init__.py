@@ -5,6 +5,7 @@ from ._version import __version__
 from .bernstein import BernsteinCalibrator
 from .binary import BetaCalibrator, QuadraticScalingCalibrator, VennAbersCalibrator
 from .calibration import CalibratedClassifier
+from .conformal import ConformalClassifier
 from .fusion import FusionClassifier
 from .histogram import HistogramCalibrator, PlattHistogramCalibrator
 from .isotonic import IsotonicCalibrator
@@ -24,6 +25,7 @@ __all__ = [
     "BernsteinCalibrator",
     "BetaCalibrator",
     "CalibratedClassifier",
+    "ConformalClassifier",
     "FusionClassifier",
     "HistogramCalibrator",
     "IsotonicCalibrator",

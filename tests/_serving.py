@@ -249,13 +249,44 @@ def case(name: str) -> Case:
 
 
 def read_output_csv(text: str, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The runtimes' output CSV (``label,p0,p1,...``): labels as text, probabilities at
-    ``dtype`` (each printed with enough digits to read back the exact float)."""
+    """The runtimes' output CSV (``label,p0,p1,...``, then ``s0,s1,...`` for a graph with
+    prediction sets): labels as text, probabilities at ``dtype`` (each printed with
+    enough digits to read back the exact float)."""
     lines = text.strip().splitlines()
     header = lines[0].split(",")
-    assert header[0] == "label" and header[1:] == [f"p{k}" for k in range(len(header) - 1)]
+    k = sum(name.startswith("p") for name in header)
+    sets = len(header) - 1 - k
+    assert header[0] == "label" and header[1 : k + 1] == [f"p{j}" for j in range(k)]
+    assert sets in (0, k) and header[k + 1 :] == [f"s{j}" for j in range(sets)]
     rows = [line.rsplit(",", len(header) - 1) for line in lines[1:]]
     labels = np.array([r[0].strip('"') for r in rows], dtype=object)
     # float64 first: "%.9g" of a float32 reads back exactly once rounded to float32
-    proba = np.array([[float(v) for v in r[1:]] for r in rows]).astype(dtype)
+    proba = np.array([[float(v) for v in r[1 : k + 1]] for r in rows]).astype(dtype)
     return labels, proba
+
+
+def read_output_sets(text: str) -> np.ndarray:
+    """The ``s0,s1,...`` columns of the runtimes' output CSV as a boolean matrix."""
+    lines = text.strip().splitlines()
+    header = lines[0].split(",")
+    columns = [j for j, name in enumerate(header) if name.startswith("s")]
+    assert columns, "the output has no prediction-set columns"
+    rows = [line.rsplit(",", len(header) - 1) for line in lines[1:]]
+    return np.array([[r[j] == "1" for j in columns] for r in rows])
+
+
+@lru_cache(maxsize=1)
+def sets_case():
+    """A ``ConformalClassifier`` (APS) around the five-class GenHlth model, its graph
+    (the output ``prediction_set``), the rows to serve as a frame, and Python's sets."""
+    from bernonnx import ConformalClassifier
+
+    diabetes = _shared("diabetes_brfss2015.csv.gz").iloc[:20_000]
+    y = diabetes.pop("GenHlth").to_numpy()
+    order = np.random.default_rng(1).permutation(len(y))
+    fit, conf, test = order[:3000], order[3000:5000], order[5000:6500]
+    model = CalibratedClassifier(_hgb()).fit(diabetes.iloc[fit], y[fit])
+    sets = ConformalClassifier(model, confidence=0.9, score="aps")
+    sets.fit(diabetes.iloc[conf], y[conf])
+    rows = diabetes.iloc[test]
+    return to_onnx(sets, rows.iloc[:5]), rows, sets.predict_set(rows), sets.predict_proba(rows)

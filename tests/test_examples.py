@@ -171,6 +171,24 @@ def test_prior_shift_benchmark_quick_smoke(tmp_path):
     assert "export exact, priors baked in and as input (every case) | PASS" in report
 
 
+def test_conformal_benchmark_quick_smoke(tmp_path):
+    pytest.importorskip("mapie", reason="the benchmarks extra (MAPIE) is not installed")
+    pytest.importorskip("crepes", reason="the benchmarks extra (crepes) is not installed")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from conformal import CORPUS, corpus_dir
+    finally:
+        sys.path.pop(0)
+    try:
+        corpus_dir()
+    except SystemExit:
+        pytest.skip(f"the corpus tables are not at {CORPUS} (set BERNONNX_CORPUS)")
+    args = ["--quick", "--rows", "1500", "--out", str(tmp_path / "c.md")]
+    run("conformal.py", *args, "--cache", str(tmp_path / "cache"), folder="benchmarks")
+    report = (tmp_path / "c.md").read_text()
+    assert "graph sets identical on every test row: met" in report
+
+
 def _quality_module(name):
     folder = str(ROOT / "benchmarks" / "quality")
     if folder not in sys.path:

@@ -80,6 +80,7 @@ LAYERS = {
     "bernonnx.calibration": META,
     "bernonnx.fusion": META,
     "bernonnx.shift.*": META,
+    "bernonnx.conformal.*": META,
     # front doors: what users call, over everything below
     "bernonnx": FRONT,
     "bernonnx.__main__": FRONT,

@@ -18,7 +18,16 @@ import numpy as np
 import onnx
 import pytest
 from _parity import PROMISED
-from _serving import CASE_NAMES, case, header_folder, needs, read_output_csv, wheel_library
+from _serving import (
+    CASE_NAMES,
+    case,
+    header_folder,
+    needs,
+    read_output_csv,
+    read_output_sets,
+    sets_case,
+    wheel_library,
+)
 from onnx import TensorProto, helper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,6 +83,18 @@ def test_program_gives_pythons_probabilities(name, program, programs, tmp_path):
     assert (labels == c.label_text).all()
     # the wheel's library is the one Python's onnxruntime runs: the same bits
     assert np.array_equal(proba, c.ort_proba)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_program_prints_the_prediction_sets(program, programs, tmp_path):
+    onx, rows, expected, proba = sets_case()
+    model, path = tmp_path / "model.onnx", tmp_path / "rows.csv"
+    onnx.save_model(onx, str(model))
+    rows.to_csv(path, index=False)
+    done = serve(programs[program], model, path, "-", "--batch", "700")
+    _, got = read_output_csv(done.stdout, np.float64)
+    assert np.abs(got - proba).max() <= PROMISED[np.dtype(np.float64)]
+    np.testing.assert_array_equal(read_output_sets(done.stdout), expected)
 
 
 def test_both_programs_write_the_same_file(programs, tmp_path):

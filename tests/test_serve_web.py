@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 import pytest
 from _parity import PROMISED, TOLERANCE
-from _serving import CASE_NAMES, case, needs, read_output_csv
+from _serving import CASE_NAMES, case, needs, read_output_csv, read_output_sets, sets_case
 
 from bernonnx.deploy import run_onnx
 from bernonnx.export import onnx_inputs
@@ -145,6 +145,11 @@ def batch(site, tmp_path_factory):
     (folder / "narrow.onnx").write_bytes(frame_case.onx.SerializeToString())
     frame_case.frame.drop(columns=["AGE"]).to_csv(folder / "narrow.csv", index=False)
     names.append("narrow")
+    # and a graph with prediction sets
+    onx, rows, _, _ = sets_case()
+    (folder / "sets.onnx").write_bytes(onx.SerializeToString())
+    rows.to_csv(folder / "sets.csv", index=False)
+    names.append("sets")
     (folder / "cases.json").write_text(json.dumps(names))
     (folder / "batch.html").write_text(BATCH_PAGE)
     dom = chromium(f"{base}/batch.html", tmp_path_factory.mktemp("profile"))
@@ -162,6 +167,15 @@ def test_page_gives_pythons_probabilities(name, batch):
     assert np.abs(proba - c.ort_proba).max() <= TOLERANCE[c.dtype]
     assert np.abs(proba - c.proba).max() <= PROMISED[c.dtype]
     assert (labels == c.label_text).all()
+
+
+def test_page_prints_the_prediction_sets(batch):
+    _, _, expected, proba = sets_case()
+    state, csv = batch["sets"]
+    assert state == "done", csv
+    _, got = read_output_csv(csv, np.float64)
+    assert np.abs(got - proba).max() <= PROMISED[np.dtype(np.float64)]
+    np.testing.assert_array_equal(read_output_sets(csv), expected)
 
 
 def test_page_reports_a_missing_column(batch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 import time
@@ -70,3 +71,13 @@ class _Progress:
             print(f" {seconds:.1f} s", file=self.stream, flush=True)
         else:
             print(f"bernonnx: {text} ... {seconds:.1f} s", file=self.stream, flush=True)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {value}")
+    return value

@@ -6,8 +6,9 @@ import argparse
 
 from bernonnx._version import __version__
 
-from ._base import _EXIT_HELP, InputError
+from ._base import _EXIT_HELP, InputError, _fraction
 from ._methods import _DEFAULT_METHOD, _METHOD_LIST, _methods_help
+from ._sets import add_sets_arguments
 from ._stream import SAMPLE_ROWS, STREAM_ROWS, _streamable
 from .adapt import _add_adapt_parser
 
@@ -26,16 +27,6 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {value}")
     return value
 
 
@@ -251,6 +242,7 @@ def _build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--ort", action="store_true", help="also write the ORT format next to the ONNX file"
     )
+    add_sets_arguments(export)
 
     attach = commands.add_parser(
         "attach",
@@ -296,6 +288,7 @@ def _build_parser() -> argparse.ArgumentParser:
     attach.add_argument(
         "--name", metavar="NAME", help="Triton model name (default: the ONNX file's stem)"
     )
+    add_sets_arguments(attach)
     _add_adapt_parser(
         commands,
         formatter,

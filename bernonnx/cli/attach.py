@@ -8,7 +8,14 @@ from pathlib import Path
 from ._base import EXIT_OK, InputError, _Progress
 from ._files import _read_labelled
 from ._methods import _check_probabilities
-from .export import _check_triton, _feed_lines, _fit_labelled, _graph_outputs, _stage_triton
+from .export import (
+    _check_triton,
+    _feed_lines,
+    _fit_labelled,
+    _graph_outputs,
+    _stage_triton,
+    fit_with_sets,
+)
 
 
 def _input_variables(onx) -> dict[str, str]:
@@ -41,8 +48,11 @@ def _cmd_attach(args, progress: _Progress) -> int:
         labels, S, _ = _read_labelled(args, progress)
     if method.needs_probabilities:
         _check_probabilities(method, S, f"column {args.score[0]!r}")
-    with progress.step(f"fitting {method.name} on {len(labels)} rows"):
-        calibrator, described = _fit_labelled(method, S, labels, args)
+    if args.sets is None:
+        with progress.step(f"fitting {method.name} on {len(labels)} rows"):
+            calibrator, described = _fit_labelled(method, S, labels, args)
+    else:
+        calibrator, described = fit_with_sets(method, labels, S, args, progress)
     with progress.step("merging the graphs"):
         try:
             merged = attach(

@@ -228,14 +228,32 @@ def _fit_in_memory(method, args, progress: _Progress):
         labels, S, _ = _read_labelled(args, progress)
     if method.needs_probabilities:
         _check_probabilities(method, S, f"column {args.score[0]!r}")
-    with progress.step(f"fitting {method.name} on {len(labels)} rows"):
-        calibrator, described = _fit_labelled(method, S, labels, args)
+    if args.sets is None:
+        with progress.step(f"fitting {method.name} on {len(labels)} rows"):
+            calibrator, described = _fit_labelled(method, S, labels, args)
+        return calibrator, S, list(args.score), described
+    calibrator, described = fit_with_sets(method, labels, S, args, progress)
     return calibrator, S, list(args.score), described
+
+
+def fit_with_sets(method, labels, S, args, progress: _Progress):
+    """``--sets``: the calibrator fitted on the rows not held out, and the
+    ``ConformalClassifier`` around it conformalized on the held-out ones."""
+    from ._sets import describe_sets, split_rows, wrap_in_sets
+
+    fit_labels, fit_S, held_labels, held_S = split_rows(labels, S, args)
+    with progress.step(f"fitting {method.name} on {len(fit_labels)} rows"):
+        calibrator, described = _fit_labelled(method, fit_S, fit_labels, args)
+    with progress.step(f"conformalizing on {len(held_labels)} held-out rows"):
+        sets = wrap_in_sets(calibrator, held_S, held_labels, args)
+    return sets, f"{described}; {describe_sets(sets)}"
 
 
 def _fit_streamed_export(method, args, progress: _Progress):
     """:func:`_fit_in_memory` in passes over a Parquet file: the scores returned are a
     sample (``_stream.SAMPLE_ROWS``, the extremes included)."""
+    if args.sets is not None:
+        raise InputError("--sets needs the rows in memory: it cannot be used with --stream")
     _refuse_unstreamable(method, args)  # first: a multiclass method reads several columns
     _check_scores(method, len(args.score))
     if not _bounded(method):
@@ -351,6 +369,14 @@ def _cmd_export(args, progress: _Progress) -> int:
         print(f"  {line}")
     print(f"  {_dtype_note(onx, scores)}")
     _print_parity(parity)
+    if args.sets is not None:
+        from bernonnx.export._conformal import check_sets
+
+        found = check_sets(calibrator, onx, S)
+        print(
+            f"prediction sets: the graph's equal Python's on "
+            f"{found['rows'] - found['rows_differing']:,} of {found['rows']:,} rows"
+        )
     if not parity["passed"]:
         skipped = [
             flag for flag, given in (("--triton", args.triton), ("--ort", args.ort)) if given

@@ -32,9 +32,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from bernonnx._registry import entry_for
 from bernonnx._version import __version__
+from bernonnx.conformal import ConformalClassifier
 from bernonnx.converters._graph import MIN_OPSET
 from bernonnx.shift import PriorShiftAdapter
 
+from ._conformal import finish as finish_sets
 from ._onnx_model import (
     _adapter,
     _check_external_data,
@@ -208,7 +210,9 @@ def attach(
         a multi-score one on all columns, or a multiclass one
         (``TemperatureCalibrator``) on the (N, K) logits or probabilities. A
         fitted :class:`~bernonnx.PriorShiftAdapter` wrapping such a calibrator
-        (with its ``train_prior``) adds its adaptation to new priors after it.
+        (with its ``train_prior``) adds its adaptation to new priors after it. A
+        fitted :class:`~bernonnx.ConformalClassifier` wrapping either adds the
+        output ``prediction_set`` (bool, (N, n_classes)) after them.
     output : str
         The model output holding the scores: a float or double tensor.
     column : int, optional
@@ -279,6 +283,17 @@ def attach(
     >>> bool(np.abs(p - cal.predict_proba(scores)).max() < 1e-6)
     True
     """
+    if isinstance(calibrator, ConformalClassifier):  # the calibrated graph, then the sets
+        check_is_fitted(calibrator)
+        merged = attach(
+            model,
+            calibrator.estimator_,
+            output=output,
+            column=column,
+            keep_outputs=keep_outputs,
+            priors_input=priors_input,
+        )
+        return finish_sets(calibrator, merged, None)
     if isinstance(model, str | os.PathLike):
         model = load_model_file(model, "model")
     if not isinstance(model, onnx.ModelProto):

@@ -228,9 +228,12 @@ def _check_order(onnx_model: onnx.ModelProto, X) -> list | None:
 
 
 def request_inputs(graph: onnx.GraphProto) -> list:
-    """The graph inputs a request must feed: those with no default (an initializer of
-    the same name, such as an adapted model's optional ``priors``)."""
+    """The graph inputs a request's data feeds: those with no default (an initializer of
+    the same name, such as an adapted model's optional ``priors``), and not the
+    randomised prediction sets' ``uniforms`` (fed beside the data)."""
     defaults = {t.name for t in graph.initializer}
+    if any(o.name == "prediction_set" for o in graph.output):
+        defaults.add("uniforms")
     return [i for i in graph.input if i.name not in defaults]
 
 

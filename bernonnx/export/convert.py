@@ -28,6 +28,7 @@ from bernonnx.calibration import CalibratedClassifier
 from bernonnx.fusion import FusionClassifier
 from bernonnx.shift import PriorShiftAdapter
 
+from ._conformal import is_conformal, with_sets
 from ._errors import (
     check_arguments,
     check_routed_columns,
@@ -199,7 +200,13 @@ def to_onnx(
     model : fitted estimator
         A ``CalibratedClassifier``, a ``FusionClassifier``, a calibrator on
         its own (input: scores of shape (N, 1), or (N, M) for
-        ``MultivariateBernsteinCalibrator``), or a Pipeline ending in one.
+        ``MultivariateBernsteinCalibrator``), or a Pipeline ending in one; or a
+        :class:`~bernonnx.ConformalClassifier` wrapping one of these (or a
+        ``PriorShiftAdapter``): its graph gets a third output ``prediction_set``,
+        bool (N, n_classes), and, for randomised sets, the double (N,) input
+        ``uniforms``; the export is refused unless the graph's float64
+        probabilities are within ``tie / 10`` of Python's and its sets equal
+        ``predict_set`` on every row of ``X_sample``.
     X_sample : array-like or DataFrame
         A few rows of input as the model is given them; they fix the inputs:
 
@@ -302,6 +309,19 @@ def to_onnx(
         unsupported_steps,
     )
 
+    if is_conformal(model):  # the wrapped model's graph, then the prediction sets
+        return with_sets(
+            to_onnx,
+            model,
+            X_sample,
+            dtype=dtype,
+            zipmap=zipmap,
+            target_opset=target_opset,
+            name=name,
+            basis=basis,
+            allow_inexact=allow_inexact,
+            priors_input=priors_input,
+        )
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
     if not isinstance(allow_inexact, bool | np.bool_):

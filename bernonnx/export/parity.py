@@ -261,6 +261,9 @@ def check_parity(
         raise ValueError(f"tol must be a number >= 0, got {tol!r}")
     final = _final_estimator(model)
     feed = onnx_inputs(onnx_model, X, feed_dtype)
+    if "uniforms" in {i.name for i in onnx_model.graph.input} - set(feed):
+        # randomised prediction sets' draws: the label and probabilities do not read them
+        feed["uniforms"] = np.zeros(len(next(iter(feed.values()))))
     names = _base_score_names(onnx_model) if isinstance(final, CalibratedClassifier) else []
     outputs = None
     if names:

@@ -14,7 +14,9 @@
  * Numbers: an empty field or "nan" is NaN, "True"/"False" are 1/0 (pandas' bool columns).
  * Output (out.csv, or stdout): a header "label,p0,p1,..." then one line per row: the
  * graph's label and its probabilities, printed with enough digits to read back the exact
- * float ("%.9g" for float, "%.17g" for double).
+ * float ("%.9g" for float, "%.17g" for double). A graph with the boolean output
+ * "prediction_set" (a ConformalClassifier's) adds the columns "s0,s1,...": 1 where the
+ * class is in the row's set, 0 where not.
  *
  * The library is opened at run time (dlopen): $ONNXRUNTIME_LIB, else "libonnxruntime.so".
  * onnxruntime's Linux builds version their symbols, so linking against one release's
@@ -31,6 +33,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,7 +344,8 @@ static void write_csv_text(FILE *out, const char *s, size_t n) {
   fputc('"', out);
 }
 
-static void write_rows(FILE *out, OrtValue *label, OrtValue *proba, size_t n, int header) {
+static void write_rows(FILE *out, OrtValue *label, OrtValue *proba, OrtValue *sets, size_t n,
+                       int header) {
   OrtTensorTypeAndShapeInfo *info;
   ONNXTensorElementDataType label_type, proba_type;
   size_t rank;
@@ -358,9 +362,22 @@ static void write_rows(FILE *out, OrtValue *label, OrtValue *proba, size_t n, in
   check(api->GetTensorElementType(info, &label_type), "reading the labels");
   api->ReleaseTensorTypeAndShapeInfo(info);
   size_t classes = (size_t)dims[1];
+  const bool *in_set = NULL; /* ONNX bool: one byte per value */
+  if (sets != NULL) {
+    ONNXTensorElementDataType set_type;
+    check(api->GetTensorTypeAndShape(sets, &info), "reading the prediction sets");
+    check(api->GetTensorElementType(info, &set_type), "reading the prediction sets");
+    api->ReleaseTensorTypeAndShapeInfo(info);
+    if (set_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL)
+      die("the output 'prediction_set' has element type %d, expected bool", (int)set_type);
+    void *data;
+    check(api->GetTensorMutableData(sets, &data), "reading the prediction sets");
+    in_set = data;
+  }
   if (header) {
     fputs("label", out);
     for (size_t k = 0; k < classes; k++) fprintf(out, ",p%zu", k);
+    for (size_t k = 0; in_set != NULL && k < classes; k++) fprintf(out, ",s%zu", k);
     fputc('\n', out);
   }
   void *p, *l = NULL;
@@ -387,6 +404,8 @@ static void write_rows(FILE *out, OrtValue *label, OrtValue *proba, size_t n, in
       else
         fprintf(out, ",%.17g", ((double *)p)[r * classes + k]);
     }
+    for (size_t k = 0; in_set != NULL && k < classes; k++)
+      fprintf(out, ",%d", in_set[r * classes + k] ? 1 : 0);
     fputc('\n', out);
   }
   free(text);
@@ -455,7 +474,8 @@ int main(int argc, char **argv) {
   const char **input_names = xmalloc(n_inputs * sizeof(char *));
   for (size_t i = 0; i < n_inputs; i++) input_names[i] = inputs[i].name;
   check(api->SessionGetOutputCount(session, &n_outputs), "counting the outputs");
-  const char *output_names[2] = {"label", "probabilities"};
+  const char *output_names[3] = {"label", "probabilities", "prediction_set"};
+  size_t n_wanted = 2; /* 3 with the prediction sets */
   for (size_t j = 0, found = 0; j <= n_outputs; j++) {
     if (j == n_outputs) {
       if (found != 2) die("the graph needs the outputs 'label' and 'probabilities' (export with zipmap=False)");
@@ -464,6 +484,7 @@ int main(int argc, char **argv) {
     char *name;
     check(api->SessionGetOutputName(session, j, alloc, &name), "reading an output name");
     found += strcmp(name, "label") == 0 || strcmp(name, "probabilities") == 0;
+    if (strcmp(name, "prediction_set") == 0) n_wanted = 3;
     check(api->AllocatorFree(alloc, name), "freeing a name");
   }
 
@@ -476,15 +497,14 @@ int main(int argc, char **argv) {
     size_t n = csv.rows - start < batch ? csv.rows - start : batch;
     double t0 = now();
     for (size_t i = 0; i < n_inputs; i++) feeds[i] = input_tensor(&inputs[i], start, n, alloc, memory);
-    OrtValue *results[2] = {NULL, NULL};
+    OrtValue *results[3] = {NULL, NULL, NULL};
     check(api->Run(session, NULL, input_names, (const OrtValue *const *)feeds, n_inputs,
-                   output_names, 2, results), "running the model");
+                   output_names, n_wanted, results), "running the model");
     seconds += now() - t0;
     if (start == 0) first = seconds;
-    write_rows(out, results[0], results[1], n, start == 0);
+    write_rows(out, results[0], results[1], results[2], n, start == 0);
     for (size_t i = 0; i < n_inputs; i++) api->ReleaseValue(feeds[i]);
-    api->ReleaseValue(results[0]);
-    api->ReleaseValue(results[1]);
+    for (size_t j = 0; j < n_wanted; j++) api->ReleaseValue(results[j]);
     if (csv.rows == 0) break;
   }
   if (out != stdout && fclose(out) != 0) die("cannot write '%s': %s", paths[2], strerror(errno));

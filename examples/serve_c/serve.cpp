@@ -8,7 +8,8 @@
 // column takes the CSV column of the same name. Each input is fed at its declared type
 // (float, double, int64, bool, string); an empty field or "nan" is NaN, "True"/"False" are
 // 1/0. Output: "label,p0,p1,..." then one line per row, exact digits ("%.9g" float,
-// "%.17g" double).
+// "%.17g" double); with the boolean output "prediction_set" (a ConformalClassifier's graph)
+// also "s0,s1,...", 1 where the class is in the row's set.
 //
 // The library is opened at run time (dlopen of $ONNXRUNTIME_LIB, else "libonnxruntime.so")
 // and handed to the C++ API with Ort::InitApi (ORT_API_MANUAL_INIT), because onnxruntime's
@@ -258,7 +259,8 @@ void write_text(FILE *out, const std::string &s) {
   std::fputc('"', out);
 }
 
-void write_rows(FILE *out, const Ort::Value &label, const Ort::Value &proba, size_t n, bool header) {
+void write_rows(FILE *out, const Ort::Value &label, const Ort::Value &proba, const Ort::Value *sets,
+                size_t n, bool header) {
   const auto info = proba.GetTensorTypeAndShapeInfo();
   const auto shape = info.GetShape();
   const auto type = info.GetElementType();
@@ -269,9 +271,16 @@ void write_rows(FILE *out, const Ort::Value &label, const Ort::Value &proba, siz
   if (label_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 && label_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING)
     throw Error("the output 'label' is neither int64 nor string");
   const size_t classes = static_cast<size_t>(shape[1]);
+  const bool *in_set = nullptr;
+  if (sets != nullptr) {
+    if (sets->GetTensorTypeAndShapeInfo().GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL)
+      throw Error("the output 'prediction_set' is not boolean");
+    in_set = sets->GetTensorData<bool>();
+  }
   if (header) {
     std::fputs("label", out);
     for (size_t k = 0; k < classes; ++k) std::fprintf(out, ",p%zu", k);
+    for (size_t k = 0; in_set != nullptr && k < classes; ++k) std::fprintf(out, ",s%zu", k);
     std::fputc('\n', out);
   }
   for (size_t r = 0; r < n; ++r) {
@@ -285,6 +294,8 @@ void write_rows(FILE *out, const Ort::Value &label, const Ort::Value &proba, siz
       else
         std::fprintf(out, ",%.17g", proba.GetTensorData<double>()[r * classes + k]);
     }
+    for (size_t k = 0; in_set != nullptr && k < classes; ++k)
+      std::fprintf(out, ",%d", in_set[r * classes + k] ? 1 : 0);
     std::fputc('\n', out);
   }
 }
@@ -343,12 +354,14 @@ int serve(int argc, char **argv) {
   auto inputs = read_inputs(session, csv);
   std::vector<const char *> input_names;
   for (const auto &in : inputs) input_names.push_back(in.name.c_str());
-  const char *output_names[] = {"label", "probabilities"};
+  const char *output_names[] = {"label", "probabilities", "prediction_set"};
+  size_t n_wanted = 2;  // 3 with the prediction sets
   Ort::AllocatorWithDefaultOptions alloc;
   size_t found = 0;
   for (size_t j = 0; j < session.GetOutputCount(); ++j) {
     const std::string name = session.GetOutputNameAllocated(j, alloc).get();
     found += name == "label" || name == "probabilities";
+    if (name == "prediction_set") n_wanted = 3;
   }
   if (found != 2) throw Error("the graph needs the outputs 'label' and 'probabilities' (export with zipmap=False)");
 
@@ -363,10 +376,10 @@ int serve(int argc, char **argv) {
     std::vector<Ort::Value> feeds;
     for (auto &in : inputs) feeds.push_back(input_tensor(in, start, n, memory));
     auto results = session.Run(Ort::RunOptions{nullptr}, input_names.data(), feeds.data(),
-                               feeds.size(), output_names, 2);
+                               feeds.size(), output_names, n_wanted);
     seconds += std::chrono::steady_clock::now() - t0;
     if (start == 0) first = seconds;
-    write_rows(out, results[0], results[1], n, start == 0);
+    write_rows(out, results[0], results[1], n_wanted == 3 ? &results[2] : nullptr, n, start == 0);
     if (rows == 0) break;
   }
   if (out != stdout && std::fclose(out) != 0) throw Error("cannot write '" + paths[2] + "'");

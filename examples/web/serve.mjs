@@ -7,7 +7,8 @@
 //   - each input is fed at its declared type (float32, float64, int64, bool, string); an
 //     empty field or "nan" is NaN, "True"/"False" are 1/0;
 //   - the result is a CSV "label,p0,p1,..." with the shortest digits that read back as the
-//     same float.
+//     same float; a graph with the boolean output "prediction_set" (a ConformalClassifier's)
+//     adds "s0,s1,...", 1 where the class is in the row's set.
 // One WASM thread (numThreads = 1): no cross-origin isolation needed, and sums add up in the
 // order of Python's single-threaded onnxruntime.
 
@@ -207,7 +208,8 @@ function csvText(value) {
   return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
-// Run the model on the CSV: {labels, probabilities (rows of numbers), csv, inputs, seconds}.
+// Run the model on the CSV: {labels, probabilities (rows of numbers), sets (rows of booleans,
+// or null without prediction sets), csv, inputs, seconds}.
 export async function serve(modelBytes, csvText_) {
   const bytes = modelBytes instanceof Uint8Array ? modelBytes : new Uint8Array(modelBytes);
   const metadata = modelMetadata(bytes);
@@ -227,23 +229,36 @@ export async function serve(modelBytes, csvText_) {
     const feeds = {};
     for (const input of inputs) feeds[input.name] = tensor(input, rows);
     const start = performance.now();
-    const results = await session.run(feeds, ['label', 'probabilities']);
+    const wanted = ['label', 'probabilities'];
+    const withSets = session.outputNames.includes('prediction_set');
+    if (withSets) wanted.push('prediction_set');
+    const results = await session.run(feeds, wanted);
     const seconds = (performance.now() - start) / 1000;
     const proba = results.probabilities;
     const classes = proba.dims[1];
     const labels = Array.from(results.label.data, (v) => v.toString());
     const probabilities = [];
-    const lines = ['label' + Array.from({ length: classes }, (_, k) => `,p${k}`).join('')];
+    const sets = withSets ? [] : null;
+    const names = (prefix) => Array.from({ length: classes }, (_, k) => `,${prefix}${k}`).join('');
+    const lines = ['label' + names('p') + (withSets ? names('s') : '')];
     for (let r = 0; r < rows.length; r++) {
       const p = Array.from(proba.data.subarray(r * classes, (r + 1) * classes));
       probabilities.push(p);
       // String(x) is the shortest text that reads back as the same double (a float32
       // output is a double here, so it reads back exactly too)
-      lines.push([csvText(labels[r]), ...p.map(String)].join(','));
+      const fields = [csvText(labels[r]), ...p.map(String)];
+      if (withSets) {
+        // a bool tensor's data: one byte per value
+        const s = Array.from(results.prediction_set.data.subarray(r * classes, (r + 1) * classes), Boolean);
+        sets.push(s);
+        fields.push(...s.map(Number));
+      }
+      lines.push(fields.join(','));
     }
     return {
       labels,
       probabilities,
+      sets,
       csv: lines.join('\n') + '\n',
       inputs: inputs.map(({ name, type, width }) => `${name}: ${type} (N, ${width})`),
       type: proba.type,
