@@ -31,7 +31,15 @@ import onnxruntime
 import pandas as pd
 import pytest
 from _parity import PROMISED, typed
-from _serving import CASE_NAMES, case, header_folder, needs, read_output_csv, wheel_library
+from _serving import (
+    CASE_NAMES,
+    case,
+    header_folder,
+    needs,
+    read_output_csv,
+    sets_case,
+    wheel_library,
+)
 from onnx import TensorProto, helper
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -192,6 +200,20 @@ def test_program_gives_pythons_probabilities_and_intervals(name, program, tmp_pa
         interval = extra["interval"].reshape(c["interval"].shape)  # (N, 2) or (N, K, 2)
         assert np.abs(interval - c["interval"]).max() <= PROMISED[np.dtype(c["dtype"])]
         assert np.array_equal(interval, c["ort"]["interval"])
+
+
+def test_program_prints_the_prediction_sets(program, tmp_path):
+    """A ConformalClassifier's graph (APS sets around the five-class GenHlth model, the
+    one the C, C++ and web tests serve): the boolean ``prediction_set`` comes out as
+    ``prediction_set[k]`` columns of 0 and 1, every row's set the one Python gives."""
+    onx, rows, expected, proba = sets_case()
+    model, path = tmp_path / "model.onnx", tmp_path / "rows.csv"
+    onnx.save_model(onx, str(model))
+    rows.to_csv(path, index=False)
+    _, got, extra = read_java_csv(program(model, path, "-", "--batch", "700").stdout, np.float64)
+    assert np.abs(got - proba).max() <= PROMISED[np.dtype(np.float64)]
+    assert set(np.unique(extra["prediction_set"])) <= {0.0, 1.0}
+    np.testing.assert_array_equal(extra["prediction_set"] == 1.0, expected)
 
 
 def test_batches_are_runs_of_the_session(program, tmp_path):
