@@ -27,10 +27,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.affine_softmax import Penalty, fit_affine_softmax
-from ._core.scale import rescaled, unit_exponent
-from ._core.transforms import clipped_log_odds
-from ._validation import (
+from bernonnx._core.affine_softmax import Penalty, fit_affine_softmax
+from bernonnx._core.scale import rescaled, unit_exponent
+from bernonnx._core.transforms import clipped_log_odds
+from bernonnx._validation import (
     Interval,
     StrOptions,
     _finite_or_raise,

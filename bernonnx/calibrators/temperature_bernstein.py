@@ -19,13 +19,14 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._core.points import fold_of
-from ._meta import log_odds_from_log_proba
-from ._validation import (
+from bernonnx._core.points import fold_of
+from bernonnx._meta import log_odds_from_log_proba
+from bernonnx._validation import (
     Interval,
     StrOptions,
     _fit_context,
 )
+
 from .bernstein import BernsteinCalibrator
 from .temperature import (
     StructuredMatrixScalingCalibrator,
