@@ -34,6 +34,9 @@ registry):
                               SVS and SMS scaling
 ``temperature_bernstein``     :class:`~bernonnx.TemperatureBernsteinCalibrator` (the
                               multiclass default)
+``_class_scores``             what both read on the way in: the checks of the class
+                              scores, their logits, and ``weighted_rows`` (the one
+                              place ``sample_weight`` is checked and weight-0 rows dropped)
 ============================  =============================================================
 
 Several scores of one binary problem fused (``multi=True``):
