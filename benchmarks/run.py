@@ -81,7 +81,7 @@ from sklearn.linear_model import LogisticRegression
 
 import bernonnx
 from bernonnx import BernsteinCalibrator
-from bernonnx.bernstein import AUTO_DEGREES
+from bernonnx.calibrators.bernstein import AUTO_DEGREES
 from bernonnx.metrics import expected_calibration_error, log_loss
 
 SEED = 0

@@ -2,24 +2,27 @@
 
 from . import metrics
 from ._version import __version__
-from .bernstein import BernsteinCalibrator
-from .binary import BetaCalibrator, QuadraticScalingCalibrator, VennAbersCalibrator
 from .calibration import CalibratedClassifier
-from .conformal import ConformalClassifier
-from .fusion import FusionClassifier
-from .histogram import HistogramCalibrator, PlattHistogramCalibrator
-from .isotonic import IsotonicCalibrator
-from .multivariate import MultivariateBernsteinCalibrator
-from .platt import PlattCalibrator
-from .shift import PriorShiftAdapter
-from .temperature import (
+from .calibrators import (
+    BernsteinCalibrator,
+    BetaCalibrator,
+    HistogramCalibrator,
+    IsotonicCalibrator,
     MatrixScalingCalibrator,
+    MultivariateBernsteinCalibrator,
+    PlattCalibrator,
+    PlattHistogramCalibrator,
+    QuadraticScalingCalibrator,
     StructuredMatrixScalingCalibrator,
     StructuredVectorScalingCalibrator,
+    TemperatureBernsteinCalibrator,
     TemperatureCalibrator,
     VectorScalingCalibrator,
+    VennAbersCalibrator,
 )
-from .temperature_bernstein import TemperatureBernsteinCalibrator
+from .conformal import ConformalClassifier
+from .fusion import FusionClassifier
+from .shift import PriorShiftAdapter
 
 __all__ = [
     "BernsteinCalibrator",

@@ -107,7 +107,7 @@ def _p(**params) -> Mapping[str, Any]:
 
 CALIBRATORS: tuple[Entry, ...] = (
     Entry(
-        "bernonnx.bernstein:BernsteinCalibrator",
+        "bernonnx.calibrators.bernstein:BernsteinCalibrator",
         "bernonnx.converters.bernstein:emit_bernstein",
         (
             Variant(
@@ -125,7 +125,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         stats="bernonnx.stats:BernsteinStats",
     ),
     Entry(
-        "bernonnx.platt:PlattCalibrator",
+        "bernonnx.calibrators.platt:PlattCalibrator",
         "bernonnx.converters.platt:emit_platt",
         (
             Variant("platt", "PlattCalibrator(): Platt scaling"),
@@ -142,7 +142,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
-        "bernonnx.binary.beta:BetaCalibrator",
+        "bernonnx.calibrators.beta:BetaCalibrator",
         "bernonnx.converters.beta:emit_beta",
         (
             Variant(
@@ -156,7 +156,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
-        "bernonnx.binary.quadratic:QuadraticScalingCalibrator",
+        "bernonnx.calibrators.quadratic:QuadraticScalingCalibrator",
         "bernonnx.converters.quadratic:emit_quadratic",
         (
             Variant(
@@ -170,7 +170,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
-        "bernonnx.binary.venn_abers:VennAbersCalibrator",
+        "bernonnx.calibrators.venn_abers:VennAbersCalibrator",
         "bernonnx.converters.venn_abers:emit_venn_abers",
         (
             Variant(
@@ -185,21 +185,21 @@ CALIBRATORS: tuple[Entry, ...] = (
         interval="bernonnx.converters.venn_abers:emit_venn_abers_interval",
     ),
     Entry(
-        "bernonnx.isotonic:IsotonicCalibrator",
+        "bernonnx.calibrators.isotonic:IsotonicCalibrator",
         "bernonnx.converters.isotonic:emit_isotonic",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),
         plot="bernonnx.plotting._hooks:ISOTONIC",
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
-        "bernonnx.histogram:HistogramCalibrator",
+        "bernonnx.calibrators.histogram:HistogramCalibrator",
         "bernonnx.converters.histogram:emit_histogram",
         (Variant("histogram", "HistogramCalibrator(): histogram binning, 15 bins"),),
         plot="bernonnx.plotting._hooks:HISTOGRAM",
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
-        "bernonnx.histogram:PlattHistogramCalibrator",
+        "bernonnx.calibrators.histogram:PlattHistogramCalibrator",
         "bernonnx.converters.histogram:emit_platt_histogram",
         (
             Variant(
@@ -212,7 +212,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         stats="bernonnx.stats:ScoreStats",
     ),
     Entry(
-        "bernonnx.multivariate:MultivariateBernsteinCalibrator",
+        "bernonnx.calibrators.multivariate:MultivariateBernsteinCalibrator",
         "bernonnx.converters.multivariate:emit_multivariate",
         (
             Variant(
@@ -230,7 +230,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         plot="bernonnx.plotting._hooks:MULTIVARIATE_BERNSTEIN",
     ),
     Entry(
-        "bernonnx.temperature:TemperatureCalibrator",
+        "bernonnx.calibrators.temperature:TemperatureCalibrator",
         "bernonnx.converters.temperature:emit_temperature",
         (
             Variant(
@@ -241,7 +241,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         multiclass=True,
     ),
     Entry(
-        "bernonnx.temperature:VectorScalingCalibrator",
+        "bernonnx.calibrators.temperature:VectorScalingCalibrator",
         "bernonnx.converters.temperature:emit_affine_scaling",
         (
             Variant(
@@ -253,7 +253,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         multiclass=True,
     ),
     Entry(
-        "bernonnx.temperature:MatrixScalingCalibrator",
+        "bernonnx.calibrators.temperature:MatrixScalingCalibrator",
         "bernonnx.converters.temperature:emit_affine_scaling",
         (
             Variant(
@@ -265,7 +265,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         multiclass=True,
     ),
     Entry(
-        "bernonnx.temperature:StructuredVectorScalingCalibrator",
+        "bernonnx.calibrators.temperature:StructuredVectorScalingCalibrator",
         "bernonnx.converters.temperature:emit_affine_scaling",
         (
             Variant(
@@ -278,7 +278,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         multiclass=True,
     ),
     Entry(
-        "bernonnx.temperature:StructuredMatrixScalingCalibrator",
+        "bernonnx.calibrators.temperature:StructuredMatrixScalingCalibrator",
         "bernonnx.converters.temperature:emit_affine_scaling",
         (
             Variant(
@@ -291,7 +291,7 @@ CALIBRATORS: tuple[Entry, ...] = (
         multiclass=True,
     ),
     Entry(
-        "bernonnx.temperature_bernstein:TemperatureBernsteinCalibrator",
+        "bernonnx.calibrators.temperature_bernstein:TemperatureBernsteinCalibrator",
         "bernonnx.converters.temperature_bernstein:emit_temperature_bernstein",
         (
             Variant(

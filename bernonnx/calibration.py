@@ -35,8 +35,8 @@ from ._meta import (
 )
 from ._registry import entry_for
 from ._validation import HasMethods, IntInterval, StrOptions, _fit_context, _safe_indexing
-from .bernstein import BernsteinCalibrator
-from .temperature_bernstein import _DefaultCalibrator, _multiclass_default
+from .calibrators.bernstein import BernsteinCalibrator
+from .calibrators.temperature_bernstein import _DefaultCalibrator, _multiclass_default
 
 __all__ = ["CalibratedClassifier"]
 

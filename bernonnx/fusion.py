@@ -21,7 +21,7 @@ from ._meta import (
     score_columns,
 )
 from ._validation import HasMethods, IntInterval, StrOptions, _fit_context
-from .multivariate import MultivariateBernsteinCalibrator
+from .calibrators.multivariate import MultivariateBernsteinCalibrator
 
 __all__ = ["FusionClassifier"]
 

@@ -406,7 +406,7 @@ def fit_calibrator(
         passes (the module notes say when they can).
     """
     if calibrator is None:
-        from .bernstein import BernsteinCalibrator
+        from .calibrators.bernstein import BernsteinCalibrator
 
         calibrator = BernsteinCalibrator()
     if not hasattr(calibrator, "_fit_source"):

@@ -1,4 +1,5 @@
-"""ONNX converter of :class:`bernonnx.BernsteinCalibrator` (mirrors ``bernonnx/bernstein.py``).
+"""ONNX converter of :class:`bernonnx.BernsteinCalibrator` (mirrors
+``bernonnx/calibrators/bernstein.py``).
 
 Nodes emitted on the float64 score ``s`` (N, 1)::
 

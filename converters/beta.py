@@ -1,4 +1,4 @@
-"""ONNX converter of :class:`bernonnx.BetaCalibrator` (mirrors ``bernonnx/binary/beta.py``).
+"""ONNX converter of :class:`bernonnx.BetaCalibrator` (mirrors ``bernonnx/calibrators/beta.py``).
 
 On the float64 score ``s`` (N, 1)::
 
@@ -29,7 +29,7 @@ def clipped_logs(g: GraphWriter, s: str, eps: float) -> tuple[str, str]:
 
 
 def beta_features(g: GraphWriter, s: str, cal) -> tuple[str, str]:
-    """``log p`` and ``-log(1 - p)`` as ``bernonnx.binary._input.log_p_and_log_q``."""
+    """``log p`` and ``-log(1 - p)`` as ``bernonnx.calibrators._input.log_p_and_log_q``."""
     if cal.input_ == "proba":
         log_c, log_1mc = clipped_logs(g, s, cal.eps)
         return log_c, g.node("Neg", [log_1mc])

@@ -1,5 +1,5 @@
 """ONNX converters of :class:`bernonnx.HistogramCalibrator` and
-:class:`bernonnx.PlattHistogramCalibrator` (mirrors ``bernonnx/histogram.py``).
+:class:`bernonnx.PlattHistogramCalibrator` (mirrors ``bernonnx/calibrators/histogram.py``).
 
 On the float64 score ``s`` (N, 1) (comparisons in float64: a float32 score is
 exact there, uniform bin edges are not float32 values)::

@@ -1,4 +1,5 @@
-"""ONNX converter of :class:`bernonnx.IsotonicCalibrator` (mirrors ``bernonnx/isotonic.py``).
+"""ONNX converter of :class:`bernonnx.IsotonicCalibrator` (mirrors
+``bernonnx/calibrators/isotonic.py``).
 
 On the float64 score ``s`` (N, 1)::
 

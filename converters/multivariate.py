@@ -1,5 +1,5 @@
 """ONNX converter of :class:`bernonnx.MultivariateBernsteinCalibrator`
-(mirrors ``bernonnx/multivariate.py``).
+(mirrors ``bernonnx/calibrators/multivariate.py``).
 
 Nodes emitted on a float64 score matrix ``s`` (N, M), one column per
 classifier, all columns transformed at once (elementwise, so an infinite

@@ -1,4 +1,4 @@
-"""ONNX converter of :class:`bernonnx.PlattCalibrator` (mirrors ``bernonnx/platt.py``).
+"""ONNX converter of :class:`bernonnx.PlattCalibrator` (mirrors ``bernonnx/calibrators/platt.py``).
 
 On the float64 score ``s`` (N, 1)::
 

@@ -1,5 +1,5 @@
 """ONNX converter of :class:`bernonnx.QuadraticScalingCalibrator` (mirrors
-``bernonnx/binary/quadratic.py``).
+``bernonnx/calibrators/quadratic.py``).
 
 On the float64 score ``s`` (N, 1)::
 

@@ -202,7 +202,7 @@ def step_maps_behind_models(model) -> list[str]:
     calibration score (``VennAbersCalibrator``): the graph must give them the base
     scores Python gives, to the tie band (1e-12 relative), or a calibration row lands on
     another step."""
-    from bernonnx.binary.venn_abers import VennAbersCalibrator
+    from bernonnx.calibrators.venn_abers import VennAbersCalibrator
 
     if isinstance(model, Pipeline):
         model = model.steps[-1][1]

@@ -1,5 +1,5 @@
 """ONNX converters of :class:`bernonnx.TemperatureCalibrator` and of vector, matrix and
-structured scaling (mirrors ``bernonnx/temperature.py``).
+structured scaling (mirrors ``bernonnx/calibrators/temperature.py``).
 
 Temperature scaling, on the float64 scores ``z`` (N, K), or the log-odds (N, 1) of a
 binary one::

@@ -1,5 +1,5 @@
 """ONNX converter of :class:`bernonnx.TemperatureBernsteinCalibrator` (mirrors
-``bernonnx/temperature_bernstein.py``).
+``bernonnx/calibrators/temperature_bernstein.py``).
 
 On the float64 scores ``s`` (N, K), or the log-odds (N, 1) of a binary one::
 

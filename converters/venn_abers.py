@@ -1,5 +1,5 @@
 """ONNX converter of :class:`bernonnx.VennAbersCalibrator` (mirrors
-``bernonnx/binary/venn_abers.py``).
+``bernonnx/calibrators/venn_abers.py``).
 
 On the float64 score ``s`` (N, 1), with the ``k`` distinct calibration scores ``c``
 laid out in ``ceil(sqrt(k))`` blocks of ``ceil(sqrt(k))`` (padded with +inf, which no
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from bernonnx.binary.venn_abers import TIE_TOLERANCE
+from bernonnx.calibrators.venn_abers import TIE_TOLERANCE
 from bernonnx.converters._graph import GraphWriter
 
 I64 = TensorProto.INT64
@@ -57,7 +57,7 @@ def count_at_most(g: GraphWriter, s: str, values: np.ndarray, strict: bool) -> s
 
 def bounds(g: GraphWriter, scores: str, cal) -> tuple[str, str]:
     """``p0`` and ``p1`` (N, 1) of the (N, 1) float64 ``scores``, a tie decided as
-    ``bernonnx.binary.venn_abers.tied_counts`` decides it."""
+    ``bernonnx.calibrators.venn_abers.tied_counts`` decides it."""
     c = np.asarray(cal.scores_, dtype=np.float64)
     m = count_at_most(g, scores, c, strict=True)
     padded = g.const("padded", np.r_[np.nan, c, np.nan])

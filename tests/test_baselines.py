@@ -19,10 +19,10 @@ from sklearn.linear_model import LogisticRegression
 
 from bernonnx import CalibratedClassifier
 from bernonnx._core.pav import _pav
-from bernonnx.histogram import HistogramCalibrator, PlattHistogramCalibrator
-from bernonnx.isotonic import IsotonicCalibrator
+from bernonnx.calibrators.histogram import HistogramCalibrator, PlattHistogramCalibrator
+from bernonnx.calibrators.isotonic import IsotonicCalibrator
+from bernonnx.calibrators.platt import PlattCalibrator
 from bernonnx.metrics import expected_calibration_error, log_loss
-from bernonnx.platt import PlattCalibrator
 
 ALL = [
     PlattCalibrator(),

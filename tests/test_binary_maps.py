@@ -1,4 +1,4 @@
-"""Beta calibration and quadratic scaling of the logit (``bernonnx.binary``).
+"""Beta calibration and quadratic scaling of the logit (``bernonnx.calibrators``).
 
 Properties: the constrained fit is the optimum (against scipy's bound-constrained
 L-BFGS-B on the same objective), the maps are non-decreasing on the whole real line and

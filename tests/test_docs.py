@@ -5,7 +5,7 @@ package below it (a name not starting with ``_``), found by walking the package,
 module or export fails here until docs/api.rst lists it. A name counts as listed when
 docs/api.rst names it under its own module (``.. currentmodule::`` then an autosummary
 entry or an ``auto*`` directive), or names the same class, function or module elsewhere
-(``bernonnx.bernstein.BernsteinCalibrator`` is ``bernonnx.BernsteinCalibrator``); a
+(``bernonnx.calibrators.bernstein.BernsteinCalibrator`` is ``bernonnx.BernsteinCalibrator``); a
 module, by a ``.. currentmodule::`` section of its own.
 """
 

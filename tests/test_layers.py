@@ -68,14 +68,8 @@ LAYERS = {
     # estimators: one calibrator family per module, and what they share
     "bernonnx._base": ESTIMATORS,
     "bernonnx._meta": ESTIMATORS,
-    "bernonnx.bernstein": ESTIMATORS,
-    "bernonnx.platt": ESTIMATORS,
-    "bernonnx.isotonic": ESTIMATORS,
-    "bernonnx.histogram": ESTIMATORS,
-    "bernonnx.multivariate": ESTIMATORS,
-    "bernonnx.temperature": ESTIMATORS,
-    "bernonnx.temperature_bernstein": ESTIMATORS,
-    "bernonnx.binary.*": ESTIMATORS,
+    # the calibrators: every family, one module each (binary, multiclass, fusion)
+    "bernonnx.calibrators.*": ESTIMATORS,
     # meta-estimators
     "bernonnx.calibration": META,
     "bernonnx.fusion": META,

@@ -13,14 +13,14 @@ from scipy.stats import binom
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from bernonnx import BernsteinCalibrator
-from bernonnx import multivariate as mv
 from bernonnx._base import AUTO_DEGREES
 from bernonnx._core import tensor as tm
 from bernonnx._core.newton import TENSOR, newton
 from bernonnx._core.points import Points
 from bernonnx._core.qp import Lattice
 from bernonnx._core.transforms import apply_transform
-from bernonnx.multivariate import MultivariateBernsteinCalibrator
+from bernonnx.calibrators import multivariate as mv
+from bernonnx.calibrators.multivariate import MultivariateBernsteinCalibrator
 
 TRANSFORMS = ["quantile", "logistic", "minmax"]
 LOSSES = ["squared", "log"]

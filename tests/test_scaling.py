@@ -32,9 +32,9 @@ from bernonnx import (
     StructuredVectorScalingCalibrator,
     VectorScalingCalibrator,
 )
+from bernonnx.calibrators.temperature import mixed_log_proba
 from bernonnx.export import to_onnx
 from bernonnx.stats import stats_for
-from bernonnx.temperature import mixed_log_proba
 
 SCALINGS = [
     VectorScalingCalibrator(),
@@ -460,7 +460,7 @@ def test_temperature_at_zero_fits_the_joint_form_not_the_class_prior(cal):
     logits). The fit is then their joint form, the scale unpenalised, on the scores
     themselves: the minimum of that objective (an independent solver's), far below the
     prior's loss, weights as repetitions, and one graph that computes it."""
-    from bernonnx.temperature import _fit_inverse_temperature
+    from bernonnx.calibrators.temperature import _fit_inverse_temperature
 
     z, y = _biased_logits()
     w = np.ones(len(y))
@@ -521,7 +521,7 @@ def test_real_model_biased_against_its_common_classes():
     frozen = FrozenEstimator(model)
     clf = CalibratedClassifier(frozen).fit(X[10000:20000], y[10000:20000])
     sms = clf.calibrated_classifiers_[0].calibrators[0].scaling_
-    from bernonnx.temperature import _fit_inverse_temperature
+    from bernonnx.calibrators.temperature import _fit_inverse_temperature
 
     z = model.decision_function(X[10000:20000])
     target = np.searchsorted(classes, y[10000:20000])
@@ -543,7 +543,7 @@ def test_a_positive_temperature_keeps_the_fit_of_berta_et_al(genhlth, cal):
     the fit is, to the last bit, temperature scaling then the map from the identity
     with the ridge on its departure from it: the unchanged form."""
     from bernonnx._core.affine_softmax import fit_affine_softmax
-    from bernonnx.temperature import _fit_inverse_temperature
+    from bernonnx.calibrators.temperature import _fit_inverse_temperature
 
     (X_tr, y_tr, X_cal, y_cal, _, _), numeric, categorical = genhlth
     pipe = make_pipeline("standard", "LogisticRegression", numeric, categorical).fit(X_tr, y_tr)

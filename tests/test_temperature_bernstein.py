@@ -299,7 +299,7 @@ def test_rows_of_weight_zero_are_as_absent_even_a_whole_class():
 def test_fit_log_odds_are_the_converter_formula(t):
     """The fit's O(n K) log-odds agree with the converter's formula (what
     ``predict_proba`` evaluates) to a few units in the last place of the logits."""
-    from bernonnx.temperature_bernstein import _class_log_odds, _fit_log_odds
+    from bernonnx.calibrators.temperature_bernstein import _class_log_odds, _fit_log_odds
 
     fast, exact = _fit_log_odds(t), _class_log_odds(t)
     assert np.isfinite(fast).all()
@@ -310,7 +310,7 @@ def test_fit_log_odds_are_the_converter_formula(t):
 def test_folds_start_from_the_all_rows_fit():
     """The choice's fold fits start from the corrections fitted on all rows: the
     optimum a cold start reaches, and the all-rows fits are not touched."""
-    from bernonnx.temperature_bernstein import _fit_corrections, _fit_log_odds
+    from bernonnx.calibrators.temperature_bernstein import _fit_corrections, _fit_log_odds
 
     z, y = _logits(n=3000, k=4, scale=2.0, seed=9)
     z[:, 0] += 2.0

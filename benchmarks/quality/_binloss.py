@@ -54,7 +54,7 @@ import numpy as np
 from scipy.special import expit
 
 import bernonnx._core.degree as degree_module
-import bernonnx.bernstein as bernstein_module
+import bernonnx.calibrators.bernstein as bernstein_module
 from bernonnx import BernsteinCalibrator, BetaCalibrator, PlattCalibrator
 from bernonnx._base import AUTO_DEGREES
 from bernonnx._core.degree import one_standard_error_choice

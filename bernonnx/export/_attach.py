@@ -171,7 +171,7 @@ def _check_float32_ties(calibrator, dtype, output: str) -> None:
     ``predict_proba``) a calibration row's score from the graph is not its calibration
     score, and lands on another step.
     """
-    from bernonnx.binary.venn_abers import VennAbersCalibrator
+    from bernonnx.calibrators.venn_abers import VennAbersCalibrator
 
     if np.dtype(dtype) != np.float32 or not isinstance(calibrator, VennAbersCalibrator):
         return

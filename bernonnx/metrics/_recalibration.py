@@ -11,7 +11,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 
-from bernonnx.temperature import _fit_inverse_temperature
+from bernonnx.calibrators.temperature import _fit_inverse_temperature
 
 #: the maps ``log_loss_decomposition`` offers, in the order its docstring gives them
 METHODS = ("affine", "temperature", "monotone")
@@ -105,8 +105,8 @@ def monotone(z: np.ndarray, target: np.ndarray, w: np.ndarray) -> tuple[float, d
     deterministic; out of fold, the loss after the map is not optimistic, and can exceed
     the predictions' own.
     """
-    from bernonnx.bernstein import BernsteinCalibrator
-    from bernonnx.temperature_bernstein import TemperatureBernsteinCalibrator
+    from bernonnx.calibrators.bernstein import BernsteinCalibrator
+    from bernonnx.calibrators.temperature_bernstein import TemperatureBernsteinCalibrator
 
     n, k = z.shape
     fold = np.arange(n) % N_FOLDS

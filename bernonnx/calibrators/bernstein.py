@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import (
+from bernonnx._base import (
     AUTO_DEGREES,
     MAX_DEGREE,
     PARAMETER_CONSTRAINTS,
@@ -19,9 +19,9 @@ from ._base import (
     lazy_source,
     record_degree_search,
 )
-from ._core.basis import EVAL_BLOCK, logistic_eta_blocks
-from ._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
-from ._core.newton import (
+from bernonnx._core.basis import EVAL_BLOCK, logistic_eta_blocks
+from bernonnx._core.degree import fit_degree, least_loss_choice, select_degree_by_steps
+from bernonnx._core.newton import (
     CURVE,
     base_rate,
     box,
@@ -30,12 +30,12 @@ from ._core.newton import (
     link,
     single_blas_thread,
 )
-from ._core.points import Points, fold_of
-from ._core.qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
-from ._core.quantiles import weighted_quantiles
-from ._core.sources import RowPasses, summarise
-from ._core.tail import TAIL_SLOPE, log_tail_into
-from ._core.transforms import (
+from bernonnx._core.points import Points, fold_of
+from bernonnx._core.qp import Chain, solve_monotone_qp, solve_monotone_qp_cvxpy
+from bernonnx._core.quantiles import weighted_quantiles
+from bernonnx._core.sources import RowPasses, summarise
+from bernonnx._core.tail import TAIL_SLOPE, log_tail_into
+from bernonnx._core.transforms import (
     apply_transform,
     fit_transform_params,
     logistic_neg_abs_z_into,
@@ -43,7 +43,13 @@ from ._core.transforms import (
     score_exponent,
     transform_params,
 )
-from ._validation import StrOptions, _fit_context, check_int_grid, fit_inputs, predict_scores
+from bernonnx._validation import (
+    StrOptions,
+    _fit_context,
+    check_int_grid,
+    fit_inputs,
+    predict_scores,
+)
 
 __all__ = ["BernsteinCalibrator"]
 

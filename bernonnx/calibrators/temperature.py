@@ -20,24 +20,16 @@ from numbers import Real
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.sparse import issparse
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._core.affine_softmax import Penalty, fit_affine_softmax
-from ._core.scale import rescaled, unit_exponent
-from ._core.transforms import clipped_log_odds
-from ._validation import (
-    Interval,
-    StrOptions,
-    _finite_or_raise,
-    _fit_context,
-    check_scores,
-    check_weights,
-)
+from bernonnx._core.affine_softmax import Penalty, fit_affine_softmax
+from bernonnx._core.scale import rescaled, unit_exponent
+from bernonnx._validation import Interval, StrOptions, _fit_context
+
+from ._class_scores import check_predict_scores, class_logits, logits, weighted_rows
 
 __all__ = [
     "MatrixScalingCalibrator",
@@ -52,22 +44,6 @@ __all__ = [
 _MAX_MARGIN = 1e6
 #: Half-width (a factor) of the bracket a guess of the inverse temperature opens.
 _NEAR = 1.03
-
-
-def _logits(est, arr: np.ndarray) -> np.ndarray:
-    """The float64 logits the temperature divides: (n, K), or (n,) log-odds."""
-    z = arr.astype(np.float64)
-    if est.input == "proba":
-        lo, hi = float(z.min(initial=0.0)), float(z.max(initial=0.0))
-        if lo < 0.0 or hi > 1.0:
-            raise ValueError(
-                f"input='proba' takes probabilities in [0, 1]; got scores in [{lo:.6g}, "
-                f"{hi:.6g}]. Pass input='logits' for logits or log-probabilities"
-            )
-        if z.shape[1] == 1:
-            return clipped_log_odds(z[:, 0], est.eps)
-        return np.log(np.clip(z, est.eps, 1.0))
-    return z[:, 0] if z.shape[1] == 1 else z
 
 
 def _softmax_mean(beta: float, z: np.ndarray) -> np.ndarray:
@@ -143,50 +119,6 @@ def _solve_inverse_temperature(
             return cap
         hi = min(2.0 * hi, cap)
     return float(brentq(slope, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
-
-
-def check_class_scores(estimator, X, y, sample_weight):
-    """``fit``'s checks of (n, K) class scores, one column per sorted label (one column
-    allowed for two classes): sets ``estimator.classes_``; returns the scores, each
-    row's class index and the weights. Shared by the temperature calibrators."""
-    arr, y = check_scores(estimator, X, reset=True, y=y)
-    check_classification_targets(y)
-    estimator.classes_, target = np.unique(y, return_inverse=True)
-    n_classes = estimator.classes_.shape[0]
-    name = type(estimator).__name__
-    if arr.shape[0] < 2:
-        raise ValueError(f"{name} needs at least 2 samples, got n_samples = {arr.shape[0]}")
-    if n_classes < 2:
-        raise ValueError(
-            f"y contains a single class ({estimator.classes_[0]!r}); {name} needs at least "
-            "two classes"
-        )
-    w = check_weights(sample_weight, arr)
-    _finite_or_raise(arr, "scores")
-    if arr.shape[1] != n_classes and not (n_classes == 2 and arr.shape[1] == 1):
-        expected = f"{n_classes} columns" + (" or 1 column" if n_classes == 2 else "")
-        raise ValueError(
-            f"scores must have one column per class of y ({expected}); got shape "
-            f"{arr.shape} for {n_classes} classes"
-        )
-    return arr, target, w
-
-
-def check_predict_scores(estimator, X) -> np.ndarray:
-    """``predict_proba``'s checks of the class scores, as ``fit`` took them: fitted, the
-    fitted number of columns (1-D binary log-odds as one column), finite. Shared by the
-    temperature calibrators."""
-    check_is_fitted(estimator)
-    if not (hasattr(X, "iloc") or issparse(X)):
-        X = np.asarray(X)
-    if getattr(X, "ndim", 2) == 1 and estimator.n_features_in_ == 1:
-        # 1-D binary log-odds, as in fit; other 1-D input is refused by validate_data
-        X = X.to_frame() if hasattr(X, "to_frame") else X.reshape(-1, 1)
-    arr = validate_data(
-        estimator, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False
-    )
-    _finite_or_raise(arr, "scores")
-    return arr
 
 
 class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
@@ -282,12 +214,8 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
         -------
         self : TemperatureCalibrator
         """
-        arr, target, w = check_class_scores(self, X, y, sample_weight)
-        keep = w > 0
-        z = _logits(self, arr[keep])
-        if z.ndim == 1:
-            z = np.column_stack([np.zeros_like(z), z])
-        beta = _fit_inverse_temperature(z, target[keep], w[keep])
+        rows = weighted_rows(self, X, y, sample_weight)
+        beta = _fit_inverse_temperature(rows.z, rows.target, rows.w)
         self.inverse_temperature_ = beta
         self.temperature_ = float(np.inf) if beta == 0.0 else 1.0 / beta
         return self
@@ -295,7 +223,7 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Calibrated probabilities, shape ``(n_samples, n_classes)``; see Notes."""
         arr = check_predict_scores(self, X)
-        z = _logits(self, arr)
+        z = logits(self, arr)
         beta = self.inverse_temperature_
         if z.ndim == 1:
             p = expit(beta * z)
@@ -308,22 +236,6 @@ class TemperatureCalibrator(ClassifierMixin, BaseEstimator):
         """Class with the highest calibrated probability."""
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-
-def class_logits(est, arr: np.ndarray) -> np.ndarray:
-    """The float64 (n, K) logits of the score columns (``[0, z]`` for one column), for
-    ``input`` in {"logits", "log_odds", "proba"}: ``log(max(p, eps))`` of probabilities,
-    the floored log sigmoid of one-vs-rest log-odds (whose softmax is ``p / sum(p)``)."""
-    if est.input != "log_odds" or arr.shape[1] == 1:
-        z = _logits(est, arr)
-        return np.column_stack([np.zeros_like(z), z]) if z.ndim == 1 else z
-    z = arr.astype(np.float64)
-    # log sigmoid(l), whose softmax is p / sum(p): the model's probabilities. In the
-    # ops the graph has (onnxruntime has no float64 Softplus, ONNX no log1p).
-    # Floored at log(eps) as input="proba" is: naive Bayes gives log-odds of -1e10,
-    # and one such row sends the fitted temperature to infinity
-    logsig = -(np.maximum(-z, 0.0) + np.log(1.0 + np.exp(-np.abs(z))))
-    return np.maximum(logsig, np.log(est.eps))
 
 
 def log_proba(z: np.ndarray) -> np.ndarray:
@@ -373,9 +285,7 @@ class _AffineScaling(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        arr, target, w = check_class_scores(self, X, y, sample_weight)
-        keep = w > 0
-        z, target, w = class_logits(self, arr[keep]), target[keep], w[keep]
+        z, target, w, *_ = weighted_rows(self, X, y, sample_weight)
         penalty = self._penalty(z.shape[1])
         if self._structured:
             beta = _fit_inverse_temperature(z, target, w)

@@ -19,21 +19,17 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._core.points import fold_of
-from ._meta import log_odds_from_log_proba
-from ._validation import (
+from bernonnx._core.points import fold_of
+from bernonnx._meta import log_odds_from_log_proba
+from bernonnx._validation import (
     Interval,
     StrOptions,
     _fit_context,
 )
+
+from ._class_scores import check_predict_scores, class_logits, weighted_rows
 from .bernstein import BernsteinCalibrator
-from .temperature import (
-    StructuredMatrixScalingCalibrator,
-    _fit_inverse_temperature,
-    check_class_scores,
-    check_predict_scores,
-    class_logits,
-)
+from .temperature import StructuredMatrixScalingCalibrator, _fit_inverse_temperature
 
 __all__ = ["TemperatureBernsteinCalibrator"]
 
@@ -274,18 +270,18 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         -------
         self : TemperatureBernsteinCalibrator
         """
-        arr, target, w = check_class_scores(self, X, y, sample_weight)
-        keep = w > 0
-        z = class_logits(self, arr[keep])
+        rows = weighted_rows(self, X, y, sample_weight)
+        z, target, w = rows.z, rows.target, rows.w
         self.scaling_ = None
         if self.scaling == "sms":
             # SMS reads the labels of every row (it drops zero weights itself): a class
             # whose rows all weigh zero would leave it one class short of the K columns
-            every = np.zeros((arr.shape[0], z.shape[1]))
-            every[keep] = z
-            self.scaling_ = StructuredMatrixScalingCalibrator().fit(every, target, sample_weight=w)
+            every = np.zeros((rows.keep.shape[0], z.shape[1]))
+            every[rows.keep] = z
+            self.scaling_ = StructuredMatrixScalingCalibrator().fit(
+                every, rows.every_target, sample_weight=rows.every_w
+            )
             z = self.scaling_.calibrated_logits(z)
-        target, w = target[keep], w[keep]
         bernstein = BernsteinCalibrator(degree=self.degree)
         beta = _fit_inverse_temperature(z, target, w)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}

@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (
+from bernonnx._base import (
     AUTO_DEGREES,
     MAX_DEGREE,
     PARAMETER_CONSTRAINTS,
@@ -28,12 +28,17 @@ from ._base import (
     forget_optional_attributes,
     record_degree_search,
 )
-from ._core.degree import fit_degree
-from ._core.newton import TENSOR, box, constant_level, predict, single_blas_thread
-from ._core.points import Points
-from ._core.qp import Lattice
-from ._core.transforms import apply_transform, fit_transform_params, rescale, score_exponent
-from ._validation import _finite_or_raise, _fit_context, labelled_rows
+from bernonnx._core.degree import fit_degree
+from bernonnx._core.newton import TENSOR, box, constant_level, predict, single_blas_thread
+from bernonnx._core.points import Points
+from bernonnx._core.qp import Lattice
+from bernonnx._core.transforms import (
+    apply_transform,
+    fit_transform_params,
+    rescale,
+    score_exponent,
+)
+from bernonnx._validation import _finite_or_raise, _fit_context, labelled_rows
 
 __all__ = ["MultivariateBernsteinCalibrator"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import (
+from bernonnx._base import (
     _PLATT_CONSTRAINTS,
     PartialFitMixin,
     SourceFitMixin,
@@ -28,11 +28,11 @@ from ._base import (
     _ScoreCalibrator,
     _set_platt,
 )
-from ._core.chunks import target_of, weights_of
-from ._core.sigmoid import _fit_platt, _platt_feature, _Rows
-from ._core.sources import summarise
-from ._core.transforms import rescale, score_exponent
-from ._validation import _fit_context
+from bernonnx._core.chunks import target_of, weights_of
+from bernonnx._core.sigmoid import _fit_platt, _platt_feature, _Rows
+from bernonnx._core.sources import summarise
+from bernonnx._core.transforms import rescale, score_exponent
+from bernonnx._validation import _fit_context
 
 __all__ = ["PlattCalibrator"]
 
@@ -142,7 +142,7 @@ class PlattCalibrator(PartialFitMixin, SourceFitMixin, _ScoreCalibrator):
     Examples
     --------
     >>> import numpy as np
-    >>> from bernonnx.platt import PlattCalibrator
+    >>> from bernonnx import PlattCalibrator
     >>> rng = np.random.default_rng(0)
     >>> s = rng.normal(size=2000)
     >>> y = rng.random(2000) < 1 / (1 + np.exp(-(2 * s - 1)))

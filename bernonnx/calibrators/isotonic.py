@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
-from ._core.pav import _pav
-from ._core.transforms import rescale, score_exponent
-from ._validation import StrOptions, _fit_context
+from bernonnx._base import PartialFitMixin, TableFitMixin, _ScoreCalibrator
+from bernonnx._core.pav import _pav
+from bernonnx._core.transforms import rescale, score_exponent
+from bernonnx._validation import StrOptions, _fit_context
 
 __all__ = ["IsotonicCalibrator"]
 
@@ -115,7 +115,7 @@ class IsotonicCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     Examples
     --------
     >>> import numpy as np
-    >>> from bernonnx.isotonic import IsotonicCalibrator
+    >>> from bernonnx import IsotonicCalibrator
     >>> cal = IsotonicCalibrator().fit([1, 2, 3, 4], [0, 1, 0, 1])
     >>> cal.x_thresholds_.tolist(), cal.y_thresholds_.tolist()
     ([1.0, 2.0, 3.0, 4.0], [0.0, 0.5, 0.5, 1.0])

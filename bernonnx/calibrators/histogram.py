@@ -4,7 +4,7 @@
 Baselines the Bernstein calibrator is measured against, with the same
 conventions as :class:`bernonnx.PlattCalibrator`. Both look a value up in
 right-closed bins; the Platt-histogram calibrator bins the Platt argument of
-:mod:`bernonnx.platt`'s fit. The ONNX converter (``converters/histogram.py``)
+:mod:`bernonnx.calibrators.platt`'s fit. The ONNX converter (``converters/histogram.py``)
 emits the same lookup.
 
 References
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import (
+from bernonnx._base import (
     _PLATT_CONSTRAINTS,
     PartialFitMixin,
     TableFitMixin,
@@ -27,10 +27,10 @@ from ._base import (
     _ScoreCalibrator,
     _set_platt,
 )
-from ._core.pav import _pav
-from ._core.quantiles import weighted_quantile
-from ._core.transforms import rescale, score_exponent
-from ._validation import IntInterval, StrOptions, _fit_context
+from bernonnx._core.pav import _pav
+from bernonnx._core.quantiles import weighted_quantile
+from bernonnx._core.transforms import rescale, score_exponent
+from bernonnx._validation import IntInterval, StrOptions, _fit_context
 
 __all__ = ["HistogramCalibrator", "PlattHistogramCalibrator"]
 
@@ -167,7 +167,7 @@ class HistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator):
     Examples
     --------
     >>> import numpy as np
-    >>> from bernonnx.histogram import HistogramCalibrator
+    >>> from bernonnx import HistogramCalibrator
     >>> s = np.array([0.0, 0.1, 0.5, 0.6, 0.9, 1.0])
     >>> cal = HistogramCalibrator(n_bins=2).fit(s, [0, 0, 1, 0, 1, 1])
     >>> cal.bin_edges_.tolist(), cal.bin_values_.round(3).tolist()
@@ -275,7 +275,7 @@ class PlattHistogramCalibrator(PartialFitMixin, TableFitMixin, _ScoreCalibrator)
     Examples
     --------
     >>> import numpy as np
-    >>> from bernonnx.histogram import PlattHistogramCalibrator
+    >>> from bernonnx import PlattHistogramCalibrator
     >>> rng = np.random.default_rng(0)
     >>> s = rng.normal(size=2000)
     >>> y = rng.random(2000) < 1 / (1 + np.exp(-(2 * s - 1)))
