@@ -58,6 +58,7 @@ from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR  # noqa: E402
 from bernonnx import CalibratedClassifier, PriorShiftAdapter  # noqa: E402
 from bernonnx._core.priors import (  # noqa: E402
     adapt_proba,
+    add_pseudo_counts,
     class_prior,
     em_priors,
     likelihood_ratios,
@@ -98,6 +99,9 @@ STRENGTHS = (0.0, 1.0, 2.0, 4.0)
 LR_STRENGTHS = (0.0, 1.0, 2.0, 4.0, 8.0)
 PSEUDO = (0.5, 1.0)
 CURRENT_RULE = "lr c=2"  # the library's default when this comparison was written
+#: The library's default now (``PriorShiftAdapter(shrinkage=0, pseudo_count=1)``, the
+#: rule the tuning cells chose): every cell checks ``prior_`` against it
+LIBRARY_RULE = "lr c=0 + add 1"
 #: Choice rule: highest binary + multiclass log-loss recovery summed over the tuning
 #: cells, among rules whose tuning-cell prior MAE is within MAE_SLACK of raw EM's (``lr
 #: c=0``) in both tasks; a rule within KEEP_MARGIN of the best keeps the current default.
@@ -273,14 +277,14 @@ def _targets(k: int, binary: bool, rng) -> list[tuple[str, np.ndarray]]:
 
 def pseudo_counts(prior, n, a, floor_only=False) -> np.ndarray:
     """``prior`` with ``a`` pseudo-rows added to each class's expected count among ``n``
-    target rows: ``(n prior + a) / (n + K a)``; with ``floor_only`` each prior is only
-    raised to ``a / (n + K a)`` (then renormalised)."""
+    target rows: ``(n prior + a) / (n + K a)`` (the library's ``add_pseudo_counts``);
+    with ``floor_only`` each prior is only raised to ``a / (n + K a)`` (then
+    renormalised)."""
     prior = np.asarray(prior, dtype=np.float64)
-    k = len(prior)
     if floor_only:
-        out = np.maximum(prior, a / (n + k * a))
+        out = np.maximum(prior, a / (n + len(prior) * a))
         return out / out.sum()
-    return (n * prior + a) / (n + k * a)
+    return add_pseudo_counts(prior, n, a)
 
 
 def rule_priors(p, tau, raw, ratios, n) -> dict[str, np.ndarray]:
@@ -371,7 +375,9 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
             row["classes"] = k
             points = (adapter.prior_, adapter.prior_em_)
             row["holds_point"] = bool(all(np.all((low <= q) & (q <= high)) for q in points))
-            for rule, pr in rule_priors(p, tau, raw, ratios, size).items():
+            rules = rule_priors(p, tau, raw, ratios, size)
+            np.testing.assert_allclose(adapter.prior_, rules[LIBRARY_RULE], rtol=1e-12)
+            for rule, pr in rules.items():
                 row[f"rule_ae:{rule}"] = float(np.mean(np.abs(pr - truth)))
                 row[f"rule_ll:{rule}"] = _ll(y, adapt_proba(p, tau, pr))
                 lo, hi = np.minimum(low0, pr), np.maximum(high0, pr)
@@ -510,8 +516,9 @@ def report(frame: pd.DataFrame, seconds: float, load: str) -> str:
         "",
         "Mean absolute error of the priors (averaged over classes, then cells); `ours` is "
         "`PriorShiftAdapter` with its defaults on the calibrated model: its estimate "
-        "`prior_em_` for the errors, `prior_` (shrunk by the likelihood-ratio rule, "
-        "strength 2) for the adapted probabilities' log-loss recovery; `EM-cal c=...` "
+        "`prior_em_` for the errors, `prior_` (one row added to each class's expected "
+        "count, `lr c=0 + add 1` below) for the adapted probabilities' log-loss recovery; "
+        "`EM-cal c=...` "
         "the same EM shrunk at other strengths (c=0 is `prior_em_`), `EM-bcts` EM on the "
         "base model's probabilities recalibrated by QuaPy's BCTS, `EM-base` on the base "
         "model's own, `EM-mean` the mean of `prior_em_` and `EM-bcts`. `share`: cells "
