@@ -341,7 +341,7 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
                     lookup, train_prior=tau, calibration_rows=len(d["y_cal"]), n_bootstrap=0
                 )
                 adapter.fit(idx[:, None])
-                # the same bootstrap draws without shrinkage: its interval is the
+                # the same bootstrap draws adapting to raw EM: its interval is the
                 # adapter's before it is widened to hold prior_, so each rule's own
                 # interval (widened to hold its priors) is exact, and the default's is
                 # the library's
@@ -351,6 +351,7 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
                     calibration_rows=len(d["y_cal"]),
                     random_state=0,
                     shrinkage=0.0,
+                    pseudo_count=0.0,
                 )
                 bare.fit(idx[:, None])
             assert np.array_equal(bare.prior_em_, adapter.prior_em_)
