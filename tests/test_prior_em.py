@@ -154,8 +154,9 @@ def test_accelerated_em_equals_plain_em_on_generated_cells(k, n, concentration, 
 
 def test_a_move_the_data_are_sure_of_is_kept(diabetes_12):
     # target rows without a single positive: EM takes the positive prior to (near) the
-    # floor and the shrinkage must not pull it back toward 0.12 (the Fisher rule gave
-    # 0.18 on such rows); the adapted log loss is then near the 0 there was to take
+    # floor and prior_ must not be pulled back toward 0.12 (the Fisher rule gave 0.18 on
+    # such rows): the pseudo-count leaves it below one row's share, and the adapted log
+    # loss is then near the 0 there was to take
     model, train_prior, X, y = diabetes_12
     rows = np.flatnonzero(y == 0)[:2000]
     adapter = PriorShiftAdapter(
@@ -163,7 +164,8 @@ def test_a_move_the_data_are_sure_of_is_kept(diabetes_12):
     ).fit(X.iloc[rows])
     em, _, _ = em_priors(model.predict_proba(X.iloc[rows]), train_prior)
     assert em[1] < 0.01
-    assert adapter.prior_[1] < 2 * em[1]
+    assert adapter.prior_[1] < 1.5 / len(rows)  # add-one: (n em + 1) / (n + 2)
+    np.testing.assert_allclose(adapter.prior_, (len(rows) * adapter.prior_em_ + 1) / 2002)
     raw = -np.log(model.predict_proba(X.iloc[rows])[:, 0]).mean()
     adapted = -np.log(adapter.predict_proba(X.iloc[rows])[:, 0]).mean()
     assert adapted < 0.25 * raw

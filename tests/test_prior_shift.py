@@ -193,11 +193,13 @@ def test_estimate_on_shifted_credit_rows(fitted):
         assert abs(adapter.prior_[1] - rate) < 0.06
         assert high - low < 0.2
         # the probabilities adapted to the raw EM estimate average to it (the fixed
-        # point); the shrunk prior lies between the training prior and it
+        # point); prior_ adds one row to each class's expected count: it lies between
+        # the raw estimate and the uniform prior, within 1 / (n + 2) of the estimate
         raw = adapt_proba(clf.predict_proba(X.iloc[rows]), adapter.train_prior_, adapter.prior_em_)
         np.testing.assert_allclose(raw.mean(0), adapter.prior_em_, atol=1e-6)
-        lo, hi = sorted((adapter.train_prior_[1], adapter.prior_em_[1]))
+        lo, hi = sorted((0.5, adapter.prior_em_[1]))
         assert lo - 1e-12 <= adapter.prior_[1] <= hi + 1e-12
+        assert abs(adapter.prior_[1] - adapter.prior_em_[1]) <= 1.0 / (len(rows) + 2)
 
 
 @needs_data
@@ -535,8 +537,14 @@ def test_zero_shift_adapted_is_no_worse_than_unadapted_beyond_noise(fitted):
         )
         se = diff[boot.integers(0, len(diff), (200, len(diff)))].mean(1).std(ddof=1)
         assert diff.mean() <= 2 * se + 1e-12
-        # the move kept is never larger than EM's, and on the same side
-        move, raw = adapter.prior_ - adapter.train_prior_, adapter.prior_em_ - adapter.train_prior_
+        # the default adds one row per class to EM's expected counts
+        expected = (len(rows) * adapter.prior_em_ + 1.0) / (len(rows) + 2)
+        np.testing.assert_allclose(adapter.prior_, expected, rtol=1e-12)
+        # the likelihood-ratio shrinkage keeps a move never larger than EM's, and on the
+        # same side
+        shrunk = PriorShiftAdapter(clf, n_bootstrap=0, shrinkage=2.0, pseudo_count=0)
+        shrunk.fit(X.iloc[rows])
+        move, raw = shrunk.prior_ - shrunk.train_prior_, shrunk.prior_em_ - shrunk.train_prior_
         assert np.all(np.abs(move) <= np.abs(raw) + 1e-12) and np.all(move * raw >= -1e-15)
 
 
@@ -552,7 +560,7 @@ def test_clear_shift_is_still_adapted(fitted):
         yy = np.searchsorted(clf.classes_, y[rows])
         adapted = _row_log_loss(yy, adapter.predict_proba(X.iloc[rows])).mean()
         assert adapted < _row_log_loss(yy, clf.predict_proba(X.iloc[rows])).mean()
-    none = PriorShiftAdapter(clf, n_bootstrap=0, shrinkage=0).fit(X.iloc[rows])
+    none = PriorShiftAdapter(clf, n_bootstrap=0, pseudo_count=0).fit(X.iloc[rows])
     np.testing.assert_array_equal(none.prior_, none.prior_em_)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "PRIOR_SUM_TOLERANCE",
     "adapt_proba",
+    "add_pseudo_counts",
     "check_priors",
     "class_prior",
     "em_priors",
@@ -326,3 +327,21 @@ def shrink_by_likelihood(prior, train_prior, ratios, strength: float = 2.0) -> n
     )
     out = train_prior * np.exp(lam * np.log(prior / train_prior))
     return out / out.sum()
+
+
+def add_pseudo_counts(prior, n_rows: float, pseudo_count: float = 1.0) -> np.ndarray:
+    """The priors ``prior`` estimated from ``n_rows`` target rows, with ``pseudo_count``
+    rows added to each class's expected count: ``(n_rows prior + a) / (n_rows + K a)``.
+
+    The posterior mean of the priors under a symmetric Dirichlet(``a``) prior, given the
+    expected counts ``n_rows prior`` (Laplace's rule of succession at ``a=1``, Jeffreys'
+    prior at 0.5). It bounds every prior away from 0 by what ``n_rows`` rows can tell: a
+    class EM sends to the floor keeps ``a / (n_rows + K a)``, not ``1e-6``, so the few
+    target rows of a class EM missed cost a bounded log loss, while a class truly absent
+    from thousands of rows still gets a prior below one row's share. ``pseudo_count=0``
+    returns ``prior``.
+    """
+    prior = np.asarray(prior, dtype=np.float64)
+    if pseudo_count == 0:
+        return prior
+    return (n_rows * prior + pseudo_count) / (n_rows + len(prior) * pseudo_count)

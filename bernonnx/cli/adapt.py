@@ -151,7 +151,7 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         + (
             f"; raw EM estimate {adapter.prior_em_[1]:.4f} ("
             + ("the interval's; " if interval else "")
-            + "shrunk toward the calibration rows' by its evidence)"
+            + "the prior above adds one row to each class's expected count)"
             if args.priors is None
             else ""
         )

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from bernonnx._core.priors import (
     adapt_proba,
+    add_pseudo_counts,
     check_priors,
     em_priors,
     likelihood_ratios,
@@ -128,18 +129,25 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     min_prior : float, default=1e-6
         Floor on each estimated prior (then renormalised), so that a class absent from
         the target rows keeps a ratio later steps can move.
-    shrinkage : float, default=2.0
-        Strength ``c`` of the shrinkage of the EM estimate toward ``train_prior_`` by
-        the evidence for it: each log ratio ``d_k = log(pi'_k / pi_k)`` is multiplied
-        by ``max(0, 1 - c / LR_k)``, ``LR_k`` the likelihood-ratio statistic of class
-        ``k``'s move (twice the target rows' log likelihood at the estimate minus that
-        with class ``k`` put back at its training prior), then the priors are
-        renormalised. Where the likelihood is quadratic ``LR_k = d_k**2 / v_k`` (``v_k``
-        the Fisher variance) and this is the positive-part empirical-Bayes
-        (James-Stein) factor; with 2 a move is kept only where its statistic exceeds
-        2, where Akaike's criterion prefers the shifted prior, and a move the data are
-        sure of (a class absent from thousands of rows) is kept almost whole, down to
-        the floor. 0 keeps the raw EM estimate (``prior_em_`` holds it either way).
+    shrinkage : float, default=0.0
+        Strength ``c`` of an optional shrinkage of the EM estimate toward
+        ``train_prior_`` by the evidence for it: each log ratio
+        ``d_k = log(pi'_k / pi_k)`` is multiplied by ``max(0, 1 - c / LR_k)``, ``LR_k``
+        the likelihood-ratio statistic of class ``k``'s move (twice the target rows' log
+        likelihood at the estimate minus that with class ``k`` put back at its training
+        prior), then the priors are renormalised (where the likelihood is quadratic this
+        is the positive-part empirical-Bayes, James-Stein, factor). Off by default: on
+        the corpus study's tuning tables every strength above 0 raised the prior's error
+        and, with ``pseudo_count``, bought no log loss (``docs/results/prior_shift.md``).
+    pseudo_count : float, default=1.0
+        Rows ``a`` added to each class's expected count among the ``n`` target rows (the
+        total ``sample_weight``) before adapting: ``prior_ = (n pi' + a) / (n + K a)``,
+        the posterior mean of the priors under a symmetric Dirichlet(``a``) prior (1:
+        Laplace's rule of succession). A class EM sends to the floor keeps
+        ``a / (n + K a)`` rather than ``min_prior``, so the few target rows of a class EM
+        missed cost a bounded log loss, while a class absent from thousands of rows
+        still gets less than one row's share. Chosen on the corpus study's tuning
+        tables; 0 adapts to the raw EM estimate (``prior_em_`` holds it either way).
     calibration_rows : float or None, default=None
         How many rows (total weight) the wrapped probabilities were calibrated on; None
         reads it from a final ``CalibratedClassifier`` (the weights of its calibration
@@ -166,11 +174,12 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     train_prior_ : ndarray of shape (n_classes,)
         The priors the wrapped probabilities are calibrated for.
     prior_ : ndarray of shape (n_classes,)
-        The target priors: ``priors``, or the EM estimate shrunk by ``shrinkage``:
-        the priors ``predict_proba`` and the ONNX graph adapt to.
+        The target priors: ``priors``, or the EM estimate (shrunk by ``shrinkage``, if
+        set) with ``pseudo_count`` rows added to each class: the priors
+        ``predict_proba`` and the ONNX graph adapt to.
     prior_em_ : ndarray of shape (n_classes,)
-        The raw EM estimate (maximum likelihood), before shrinkage; ``priors`` when
-        given.
+        The raw EM estimate (maximum likelihood), before shrinkage and pseudo-counts:
+        the estimate of the priors; ``priors`` when given.
     prior_interval_ : ndarray of shape (n_classes, 2) or None
         Bootstrap percentile interval of each EM estimate (``prior_em_``) at
         ``confidence``, widened about it by ``sqrt(1 + n / m)`` where the calibration
@@ -192,12 +201,12 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    The shrinkage uses the likelihood itself, not the bootstrap, so it works with
-    ``n_bootstrap=0`` and costs ``n_classes + 1`` passes over the probabilities. It trades
-    a little bias toward the training priors for much less variance where the
-    estimate is noisy (many classes, few target rows, overlapping classes): on the
-    benchmark's held-out cases it is what keeps the adapted model from losing to the
-    unadapted one at zero shift (``benchmarks/prior_shift.md``).
+    Neither the pseudo-counts nor the shrinkage need the bootstrap (both work with
+    ``n_bootstrap=0``; the shrinkage costs ``n_classes + 1`` passes over the
+    probabilities). The pseudo-counts guard the adapted probabilities where EM is sure
+    and wrong: a class it puts near 0 whose few target rows would then each cost a log
+    loss of ``-log(1e-6)``; on the corpus study's reporting multiclass cells that was
+    what made adapting worse than not adapting (``benchmarks/prior_shift_corpus.md``).
 
     EM maximises the likelihood of the target rows as a mixture of the classes with
     weights ``pi'``; each step sets ``pi'_k`` to the mean over the rows of the
@@ -245,6 +254,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "max_iter": [IntInterval(1, None, closed="left")],
         "min_prior": [Interval(Real, 0, 0.5, closed="neither")],
         "shrinkage": [Interval(Real, 0, None, closed="left")],
+        "pseudo_count": [Interval(Real, 0, None, closed="left")],
         "calibration_rows": [Interval(Real, 0, None, closed="neither"), None],
         "n_bootstrap": [IntInterval(0, None, closed="left")],
         "confidence": [Interval(Real, 0, 1, closed="neither")],
@@ -260,7 +270,8 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         tol=1e-8,
         max_iter=1000,
         min_prior=1e-6,
-        shrinkage=2.0,
+        shrinkage=0.0,
+        pseudo_count=1.0,
         calibration_rows=None,
         n_bootstrap=200,
         confidence=0.95,
@@ -273,6 +284,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.min_prior = min_prior
         self.shrinkage = shrinkage
+        self.pseudo_count = pseudo_count
         self.calibration_rows = calibration_rows
         self.n_bootstrap = n_bootstrap
         self.confidence = confidence
@@ -362,10 +374,12 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        ratios = likelihood_ratios(proba, self.train_prior_, self.prior_em_, weights)
-        self.prior_ = shrink_by_likelihood(
-            self.prior_em_, self.train_prior_, ratios, self.shrinkage
-        )
+        prior = self.prior_em_
+        if self.shrinkage:
+            ratios = likelihood_ratios(proba, self.train_prior_, prior, weights)
+            prior = shrink_by_likelihood(prior, self.train_prior_, ratios, self.shrinkage)
+        rows = float(len(proba) if weights is None else weights.sum())
+        self.prior_ = add_pseudo_counts(prior, rows, self.pseudo_count)
         self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights)
         return self
 
