@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning
@@ -144,9 +144,19 @@ def test_accelerated_em_equals_plain_em_on_generated_cells(k, n, concentration, 
     logits = -0.5 * (x[:, None] - means[None]) ** 2 + np.log(train)
     proba = np.exp(logits - logits.max(axis=1, keepdims=True))
     proba /= proba.sum(axis=1, keepdims=True)
-    fast, _, residual = em_priors(proba, train, max_iter=20_000)
-    assert residual < 1e-8
-    np.testing.assert_allclose(fast, _plain(proba, train), atol=1e-6)
+    # tol bounds the likelihood's gradient, so the priors' error is about tol over the
+    # curvature: on three overlapping classes of 600 rows the default 1e-8 leaves 4e-6
+    # (k=3, n=600, concentration 0.3, separation 0.297, seed 3); at 1e-10 the accelerated
+    # run meets plain EM's optimum within 5e-7 on 120 generated cells where plain EM converged
+    fast, _, residual = em_priors(proba, train, max_iter=20_000, tol=1e-10)
+    assert residual < 1e-10
+    plain, _, plain_residual = em_priors(
+        proba, train, accelerate=False, tol=1e-11, max_iter=200_000
+    )
+    # plain EM crawls for more than 200,000 steps on the flattest cells (four classes 0.26
+    # apart): there it is no reference, and the cell is drawn again
+    assume(plain_residual < 1e-11)
+    np.testing.assert_allclose(fast, plain, atol=1e-6)
 
 
 # ------------------------------------------- what the estimate keeps, and its interval

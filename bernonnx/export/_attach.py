@@ -37,6 +37,7 @@ from bernonnx.converters._graph import MIN_OPSET
 from bernonnx.shift import PriorShiftAdapter
 
 from ._conformal import finish as finish_sets
+from ._errors import check_float32_ties
 from ._onnx_model import (
     _adapter,
     _check_external_data,
@@ -161,31 +162,6 @@ def _calibrator_graph(
     if opset > target[""]:
         onx = version_converter.convert_version(onx, opset)
     return onx
-
-
-def _check_float32_ties(calibrator, dtype, output: str) -> None:
-    """Refuse a Venn-Abers map fitted on scores a float32 ``output`` cannot give.
-
-    The map jumps at every calibration score; fitted on the graph's own float32 scores,
-    it reads them to the last bit, but fitted on other scores (scikit-learn's float64
-    ``predict_proba``) a calibration row's score from the graph is not its calibration
-    score, and lands on another step.
-    """
-    from bernonnx.calibrators.venn_abers import VennAbersCalibrator
-
-    if np.dtype(dtype) != np.float32 or not isinstance(calibrator, VennAbersCalibrator):
-        return
-    scores = np.asarray(calibrator.scores_, dtype=np.float64)
-    held = scores.astype(np.float32).astype(np.float64) == scores
-    if not held.all():
-        raise ValueError(
-            f"calibrator {type(calibrator).__name__} was fitted on scores float32 does not "
-            f"hold ({int((~held).sum())} of {held.size} distinct, e.g. "
-            f"{float(scores[~held][0])!r}), and output {output!r} is float32: a row whose score "
-            "equals a calibration score in Python would land on another step of the map in "
-            "the graph; fit the calibrator on the graph's own float32 scores (run the model "
-            "graph on the calibration rows), or export a float64 model graph"
-        )
 
 
 def attach(
@@ -326,7 +302,7 @@ def attach(
         except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
             _refuse_invalid(model, exc)  # a ValueError when the model fails the checker
     info, dtype, dims = _score_output(base, output)
-    _check_float32_ties(calibrator, dtype, output)
+    check_float32_ties(calibrator, dtype, output)
     width = int(calibrator.n_features_in_)
     if width > 1 and not (entry.multi or entry.multiclass):
         raise ValueError(f"{type(calibrator).__name__} must read one score column")

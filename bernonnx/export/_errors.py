@@ -8,6 +8,8 @@ Two kinds of check, both before or around skl2onnx's conversion:
   scikit-learn reads such a column as whatever its values are (a ``StandardScaler``
   turns numbers held as objects into floats, a ``OneHotEncoder`` compares them as
   Python objects), which no typed input repeats. The user converts the column.
+- :func:`check_float32_ties`: a ``VennAbersCalibrator`` attached to a float32 output
+  it was not fitted on (its map jumps at every calibration score).
 - :func:`foreign_error`: any exception raised inside skl2onnx, onnx or numpy during the
   conversion becomes a ``NotImplementedError`` naming the step that was being
   converted (read from the traceback: the scikit-learn estimator skl2onnx was parsing
@@ -256,3 +258,28 @@ def check_routed_columns(consumers, X_sample) -> None:
                 f"X_sample lacks the columns {missing} that {type(consumer).__name__} "
                 "reads; pass a frame with every column the model reads"
             )
+
+
+def check_float32_ties(calibrator, dtype, output: str) -> None:
+    """Refuse a Venn-Abers map fitted on scores a float32 ``output`` cannot give.
+
+    The map jumps at every calibration score; fitted on the graph's own float32 scores,
+    it reads them to the last bit, but fitted on other scores (scikit-learn's float64
+    ``predict_proba``) a calibration row's score from the graph is not its calibration
+    score, and lands on another step.
+    """
+    from bernonnx.calibrators.venn_abers import VennAbersCalibrator
+
+    if np.dtype(dtype) != np.float32 or not isinstance(calibrator, VennAbersCalibrator):
+        return
+    scores = np.asarray(calibrator.scores_, dtype=np.float64)
+    held = scores.astype(np.float32).astype(np.float64) == scores
+    if not held.all():
+        raise ValueError(
+            f"calibrator {type(calibrator).__name__} was fitted on scores float32 does not "
+            f"hold ({int((~held).sum())} of {held.size} distinct, e.g. "
+            f"{float(scores[~held][0])!r}), and output {output!r} is float32: a row whose score "
+            "equals a calibration score in Python would land on another step of the map in "
+            "the graph; fit the calibrator on the graph's own float32 scores (run the model "
+            "graph on the calibration rows), or export a float64 model graph"
+        )

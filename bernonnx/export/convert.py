@@ -310,18 +310,9 @@ def to_onnx(
     )
 
     if is_conformal(model):  # the wrapped model's graph, then the prediction sets
-        return with_sets(
-            to_onnx,
-            model,
-            X_sample,
-            dtype=dtype,
-            zipmap=zipmap,
-            target_opset=target_opset,
-            name=name,
-            basis=basis,
-            allow_inexact=allow_inexact,
-            priors_input=priors_input,
-        )
+        options = dict(dtype=dtype, zipmap=zipmap, target_opset=target_opset, name=name)
+        options.update(basis=basis, allow_inexact=allow_inexact, priors_input=priors_input)
+        return with_sets(to_onnx, model, X_sample, **options)
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be None, np.float32 or np.float64, got {dtype!r}")
     if not isinstance(allow_inexact, bool | np.bool_):
