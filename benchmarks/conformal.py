@@ -66,7 +66,7 @@ def corpus_dir() -> Path:
     import os
 
     candidates = [Path(os.environ["BERNONNX_CORPUS"])] if "BERNONNX_CORPUS" in os.environ else []
-    for candidate in (*candidates, CORPUS, Path("/work/shared/data/corpus")):
+    for candidate in (*candidates, CORPUS):
         if candidate.is_dir():
             return candidate
     raise SystemExit("the corpus tables (../shared/data/corpus) are not there")
