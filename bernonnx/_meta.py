@@ -11,12 +11,16 @@ gets and fit clones fold by fold; this module does it once for both.
   :func:`as_scores` maps a method's output to scores,
   :func:`combine_one_vs_rest` turns per-class probabilities into rows that sum to one;
 - fit data: :func:`check_fit_data`, :func:`fit_kwargs`, :func:`check_frozen_classes`;
+- wrappers of a fitted model (``PriorShiftAdapter``, ``ConformalClassifier``):
+  :func:`final_classifier` finds the model that makes the probabilities and
+  :func:`clone_keeping_fitted` is their ``__sklearn_clone__``;
 - folds: :func:`check_folds`, :func:`check_fold_classes`, :func:`fit_fold`,
   :func:`out_of_fold_scores`.
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -65,6 +69,38 @@ __all__ = [
 #: Probabilities are clipped to [eps, 1 - eps] before the log-odds map so
 #: that 0 and 1 give finite scores (|logit| <= 34.5); the ONNX graph clips alike.
 LOG_ODDS_EPS = 1e-15
+
+
+def final_classifier(estimator):
+    """The model that makes the probabilities (FrozenEstimator and Pipeline unwrapped,
+    however nested)."""
+    while True:
+        if isinstance(estimator, FrozenEstimator):
+            estimator = estimator.estimator
+        elif isinstance(estimator, Pipeline):
+            estimator = estimator.steps[-1][1]
+        else:
+            return estimator
+
+
+def clone_keeping_fitted(wrapper):
+    """An unfitted copy of ``wrapper`` with the same parameters and the same wrapped,
+    FITTED ``estimator``.
+
+    A meta-estimator that wraps a fitted model and never fits it keeps the model as it
+    is (scikit-learn's ``clone`` would clone it unfitted, as it does any estimator
+    parameter; ``FrozenEstimator`` is kept the same way). Every other parameter, and the
+    metadata routing and output configuration, are copied as ``clone`` copies them, so
+    grid searches, ``cross_val_score`` and Pipelines get a copy whose ``fit`` works.
+    """
+    params = wrapper.get_params(deep=False)
+    estimator = params.pop("estimator")
+    params = {name: clone(value, safe=False) for name, value in params.items()}
+    new = type(wrapper)(estimator, **params)
+    for name in ("_metadata_request", "_sklearn_output_config"):
+        if hasattr(wrapper, name):
+            setattr(new, name, copy.deepcopy(getattr(wrapper, name)))
+    return new
 
 
 def final_and_inputs(estimator, X):

@@ -12,14 +12,13 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.exceptions import NotFittedError
-from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import StratifiedShuffleSplit
-from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from bernonnx._meta import clone_keeping_fitted, final_classifier
 from bernonnx._validation import (
     HasMethods,
     Interval,
@@ -40,17 +39,6 @@ __all__ = ["ConformalClassifier", "ConformalWarning"]
 class ConformalWarning(UserWarning):
     """Too few conformalization rows for the confidence asked: some sets are every
     class (or every set holds some class) whatever the model says."""
-
-
-def _final(estimator):
-    """The model that makes the probabilities (FrozenEstimator, Pipeline unwrapped)."""
-    while True:
-        if isinstance(estimator, FrozenEstimator):
-            estimator = estimator.estimator
-        elif isinstance(estimator, Pipeline):
-            estimator = estimator.steps[-1][1]
-        else:
-            return estimator
 
 
 class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -219,9 +207,7 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_clone__(self):
         # the wrapped model is fitted and used as it is: a clone refits the sets only
-        params = self.get_params(deep=False)
-        estimator = params.pop("estimator")
-        return type(self)(estimator, **{k: clone(v, safe=False) for k, v in params.items()})
+        return clone_keeping_fitted(self)
 
     def _check_estimator(self):
         try:
@@ -340,7 +326,7 @@ class ConformalClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _prior_ratio(self, y_index, weights):
         """Wrapping a PriorShiftAdapter: target prior over conformalization share."""
-        final = _final(self.estimator_)
+        final = final_classifier(self.estimator_)
         if not isinstance(final, PriorShiftAdapter):
             return None
         n_classes = len(self.classes_)

@@ -7,16 +7,13 @@ and the bootstrap interval.
 
 from __future__ import annotations
 
-import copy
 import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.frozen import FrozenEstimator
-from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -28,6 +25,7 @@ from bernonnx._core.priors import (
     likelihood_ratios,
     shrink_by_likelihood,
 )
+from bernonnx._meta import clone_keeping_fitted, final_classifier
 from bernonnx._registry import entry_for
 from bernonnx._validation import HasMethods, Interval, IntInterval, _fit_context, _num_samples
 from bernonnx.calibration import CalibratedClassifier
@@ -56,17 +54,6 @@ _BOOTSTRAP_TOL = 1e-6
 class UncalibratedModelWarning(UserWarning):
     """The wrapped model's probabilities are not known to be calibrated: EM and Bayes'
     rule on them are only as right as they are calibrated."""
-
-
-def _final(estimator):
-    """The model that makes the probabilities (FrozenEstimator, Pipeline unwrapped)."""
-    while True:
-        if isinstance(estimator, FrozenEstimator):
-            estimator = estimator.estimator
-        elif isinstance(estimator, Pipeline):
-            estimator = estimator.steps[-1][1]
-        else:
-            return estimator
 
 
 def _is_calibrated(final) -> bool:
@@ -332,7 +319,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.estimator_ = estimator
         self.classes_ = np.asarray(estimator.classes_)
         n_classes = self.classes_.shape[0]
-        final = _final(estimator)
+        final = final_classifier(estimator)
         self.train_prior_ = self._train_prior(final, n_classes)
         self.calibration_rows_ = self.calibration_rows
         if self.calibration_rows_ is None and isinstance(final, CalibratedClassifier):
@@ -482,14 +469,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         parameter is cloned as ``clone`` does: grid searches, ``cross_val_score`` and
         Pipelines get an adapter whose ``fit`` works.
         """
-        params = self.get_params(deep=False)
-        estimator = params.pop("estimator")
-        params = {name: clone(value, safe=False) for name, value in params.items()}
-        new = type(self)(estimator, **params)
-        for name in ("_metadata_request", "_sklearn_output_config"):
-            if hasattr(self, name):
-                setattr(new, name, copy.deepcopy(getattr(self, name)))
-        return new
+        return clone_keeping_fitted(self)
 
     def predict_proba(self, X):
         """The wrapped model's probabilities moved to ``prior_`` by Bayes' rule.
