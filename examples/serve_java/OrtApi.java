@@ -131,9 +131,16 @@ final class OrtApi {
 
   final String library;
   final String version;
+  /**
+   * The loaded library, held for as long as this object lives: JNA keeps only a weak
+   * reference to a NativeLibrary and closes (dlclose) one the garbage collector finds
+   * unreachable, after which every pointer in ``table`` points into unmapped memory.
+   */
+  private final NativeLibrary lib;
   private final Function[] table = new Function[Fn.values().length];
 
-  private OrtApi(String library, String version, Pointer api) {
+  private OrtApi(NativeLibrary lib, String library, String version, Pointer api) {
+    this.lib = lib;
     this.library = library;
     this.version = version;
     for (Fn fn : Fn.values()) {
@@ -167,7 +174,7 @@ final class OrtApi {
       throw new Error("onnxruntime " + version + " at '" + library
           + "' is older than the C API version " + API_VERSION + " this program uses");
     }
-    OrtApi ort = new OrtApi(library, version, api);
+    OrtApi ort = new OrtApi(lib, library, version, api);
     ort.selfCheck();
     return ort;
   }
