@@ -52,3 +52,24 @@ def run(capsys):
         return out, err
 
     return run
+
+
+#: files whose tests run for tens of seconds each (the benchmarks' and examples' smoke
+#: runs): handed out early, with the groups, so no worker is left with them at the end
+_LONG_FILES = ("test_examples.py", "test_boosters.py")
+
+
+def pytest_collection_modifyitems(items):
+    """Order the run for the workers: the ``xdist_group`` tests first (each group is one
+    unit of work that a single worker runs, the serving group about a fifth of the
+    suite), then the long files, then the rest as collected. pytest-xdist hands out
+    work in collection order; a group collected last (``test_serve_*``, ``test_spark``)
+    left one worker busy for minutes after the other had finished. Every worker sorts
+    the same collection the same way, as xdist requires."""
+
+    def rank(item):
+        if item.get_closest_marker("xdist_group") is not None:
+            return 0
+        return 1 if item.path.name in _LONG_FILES else 2
+
+    items[:] = sorted(items, key=rank)  # stable: collection order within each rank
