@@ -42,7 +42,13 @@ from bernonnx import (
     check_parity,
     to_onnx,
 )
-from bernonnx._core.priors import em_priors, prior_covariance, shrink_priors
+from bernonnx._core.priors import (
+    em_priors,
+    likelihood_slope,
+    posterior_mean_priors,
+    prior_covariance,
+    shrink_priors,
+)
 from bernonnx._registry import CALIBRATORS
 from bernonnx.deploy import run_onnx, write_triton_repository
 from bernonnx.deploy import triton as deploy
@@ -193,8 +199,9 @@ def test_estimate_on_shifted_credit_rows(fitted):
         assert abs(adapter.prior_[1] - rate) < 0.06
         assert high - low < 0.2
         # the probabilities adapted to the raw EM estimate average to it (the fixed
-        # point); prior_ adds one row to each class's expected count: it lies between
-        # the raw estimate and the uniform prior, within 1 / (n + 2) of the estimate
+        # point); prior_, the posterior mean of an estimate many standard errors inside
+        # (0, 1) (the estimate itself) with one row added to each class's expected count,
+        # lies between the raw estimate and the uniform prior, within 1 / (n + 2) of it
         raw = adapt_proba(clf.predict_proba(X.iloc[rows]), adapter.train_prior_, adapter.prior_em_)
         np.testing.assert_allclose(raw.mean(0), adapter.prior_em_, atol=1e-6)
         lo, hi = sorted((0.5, adapter.prior_em_[1]))
@@ -537,12 +544,20 @@ def test_zero_shift_adapted_is_no_worse_than_unadapted_beyond_noise(fitted):
         )
         se = diff[boot.integers(0, len(diff), (200, len(diff)))].mean(1).std(ddof=1)
         assert diff.mean() <= 2 * se + 1e-12
-        # the default adds one row per class to EM's expected counts
-        expected = (len(rows) * adapter.prior_em_ + 1.0) / (len(rows) + 2)
+        # the default: each prior's posterior mean given EM and its standard error (the
+        # slope and Fisher variance of the target rows' likelihood, the standard error
+        # widened for the calibration rows), then one row added per class
+        proba, tau, em = clf.predict_proba(X.iloc[rows]), adapter.train_prior_, adapter.prior_em_
+        variance = np.diag(prior_covariance(proba, tau, em))
+        widened = np.sqrt(variance * (1 + len(rows) / adapter.calibration_rows_))
+        mean = posterior_mean_priors(em, widened, likelihood_slope(proba, tau, em), variance)
+        expected = (len(rows) * mean + 1.0) / (len(rows) + 2)
         np.testing.assert_allclose(adapter.prior_, expected, rtol=1e-12)
         # the likelihood-ratio shrinkage keeps a move never larger than EM's, and on the
         # same side
-        shrunk = PriorShiftAdapter(clf, n_bootstrap=0, shrinkage=2.0, pseudo_count=0)
+        shrunk = PriorShiftAdapter(
+            clf, n_bootstrap=0, shrinkage=2.0, posterior_mean=False, pseudo_count=0
+        )
         shrunk.fit(X.iloc[rows])
         move, raw = shrunk.prior_ - shrunk.train_prior_, shrunk.prior_em_ - shrunk.train_prior_
         assert np.all(np.abs(move) <= np.abs(raw) + 1e-12) and np.all(move * raw >= -1e-15)
@@ -560,8 +575,8 @@ def test_clear_shift_is_still_adapted(fitted):
         yy = np.searchsorted(clf.classes_, y[rows])
         adapted = _row_log_loss(yy, adapter.predict_proba(X.iloc[rows])).mean()
         assert adapted < _row_log_loss(yy, clf.predict_proba(X.iloc[rows])).mean()
-    none = PriorShiftAdapter(clf, n_bootstrap=0, pseudo_count=0).fit(X.iloc[rows])
-    np.testing.assert_array_equal(none.prior_, none.prior_em_)
+    none = PriorShiftAdapter(clf, n_bootstrap=0, posterior_mean=False, pseudo_count=0)
+    np.testing.assert_array_equal(none.fit(X.iloc[rows]).prior_, none.prior_em_)
 
 
 @needs_data

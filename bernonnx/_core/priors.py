@@ -19,6 +19,7 @@ ONNX converter (``converters/shift.py``) emits, node for node: ``w = target / tr
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import ndtr
 
 __all__ = [
     "PRIOR_SUM_TOLERANCE",
@@ -29,10 +30,15 @@ __all__ = [
     "em_priors",
     "kkt_residual",
     "likelihood_ratios",
+    "likelihood_slope",
+    "posterior_mean_priors",
     "prior_covariance",
     "shrink_by_likelihood",
     "shrink_priors",
 ]
+
+#: Rows per block in :func:`prior_covariance`
+_COVARIANCE_BLOCK = 65_536
 
 #: How far from 1 a user's priors may sum (float rounding of typed-in decimals).
 PRIOR_SUM_TOLERANCE = 1e-6
@@ -246,12 +252,20 @@ def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
     Latinne & Decaestecker 2002; Alexandari, Kundaje & Shrikumar 2020).
     """
     proba = np.asarray(proba, dtype=np.float64)
-    scaled = proba / np.asarray(train_prior, dtype=np.float64)  # (N, K)
-    mix = scaled @ np.asarray(prior, dtype=np.float64)
-    grad = np.divide(scaled, mix[:, None], out=np.zeros_like(scaled), where=mix[:, None] > 0)
-    w = np.ones(len(proba)) if weights is None else np.asarray(weights, dtype=np.float64)
-    info = (grad * w[:, None]).T @ grad  # (K, K)
+    train_prior = np.asarray(train_prior, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
     k = proba.shape[1]
+    info = np.zeros((k, k))
+    # a block of rows at a time: the temporaries stay bounded whatever the rows
+    for start in range(0, len(proba), _COVARIANCE_BLOCK):
+        rows = slice(start, start + _COVARIANCE_BLOCK)
+        scaled = proba[rows] / train_prior  # (block, K)
+        mix = scaled @ prior
+        grad = np.divide(scaled, mix[:, None], out=np.zeros_like(scaled), where=mix[:, None] > 0)
+        if weights is None:
+            info += grad.T @ grad
+        else:
+            info += (grad * np.asarray(weights, dtype=np.float64)[rows, None]).T @ grad
     basis = np.eye(k)[:, :-1] - np.eye(k)[:, -1:]  # (K, K-1): directions summing to 0
     reduced = basis.T @ info @ basis
     return basis @ np.linalg.pinv(reduced) @ basis.T
@@ -345,3 +359,72 @@ def add_pseudo_counts(prior, n_rows: float, pseudo_count: float = 1.0) -> np.nda
     if pseudo_count == 0:
         return prior
     return (n_rows * prior + pseudo_count) / (n_rows + len(prior) * pseudo_count)
+
+
+def likelihood_slope(proba, train_prior, prior, weights=None) -> np.ndarray:
+    """Per class, the slope of the target rows' summed log likelihood at ``prior`` (K,)
+    along the move of mass to that class from the others in proportion,
+    ``sum_i w_i (l_ik / l_i - 1)`` with ``l_ik = p(k | x_i) / train_prior_k`` and
+    ``l_i = sum_k l_ik prior_k``.
+
+    At the maximum it is 0 for every class above the floor; for a class EM holds at
+    the floor it is negative, and the steeper, the surer the rows are that the class
+    is absent (it does not shrink with the rows' number as a standard error does).
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    train_prior = np.asarray(train_prior, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
+    out = np.zeros(proba.shape[1])
+    for start in range(0, len(proba), _COVARIANCE_BLOCK):
+        rows = slice(start, start + _COVARIANCE_BLOCK)
+        scaled = proba[rows] / train_prior
+        mix = scaled @ prior
+        share = np.divide(scaled, mix[:, None], out=np.zeros_like(scaled), where=mix[:, None] > 0)
+        # a row no class explains adds nothing, as in the EM step
+        share -= (mix > 0)[:, None]
+        if weights is None:
+            out += share.sum(axis=0)
+        else:
+            out += np.asarray(weights, dtype=np.float64)[rows] @ share
+    return out
+
+
+def posterior_mean_priors(prior, se, slope=None, target_variance=None) -> np.ndarray:
+    """Each prior's posterior mean given its estimate ``prior`` (K,) and the estimate's
+    standard error ``se`` (K,), under a flat prior on ``[0, 1]``, then renormalised.
+
+    The target rows' log likelihood is taken quadratic about the estimate: with
+    ``slope`` ``g_k`` (:func:`likelihood_slope`, 0 above the floor) and curvature
+    ``1 / target_variance`` ``v_k``, its unconstrained maximum is
+    ``mu_k = prior_k + g_k v_k`` (below 0 for a class held at the floor by a steep
+    likelihood); the posterior of ``pi_k`` is then the normal of mean ``mu_k`` and
+    standard deviation ``se_k`` (which may add other errors to ``sqrt(v_k)``: the
+    calibration rows') truncated to ``[0, 1]``, whose mean is
+
+        mu_k + se_k (phi(a) - phi(b)) / (Phi(b) - Phi(a)),
+        a = -mu_k / se_k,  b = (1 - mu_k) / se_k.
+
+    An estimate many standard errors inside ``(0, 1)`` is kept; one at the floor that
+    the data cannot tell from an interior value (a class the probabilities barely
+    separate: a large ``se``, a flat likelihood) moves inward by about ``0.8 se``, so
+    the rows of a class EM wrongly put at 0 are not adapted to a near-zero
+    probability; one at the floor the rows are sure of (a steep slope) stays near 0.
+    ``se=0`` returns ``prior``.
+    """
+    prior = np.asarray(prior, dtype=np.float64)
+    se = np.asarray(se, dtype=np.float64)
+    center = prior
+    if slope is not None:
+        step = np.minimum(np.asarray(slope, dtype=np.float64), 0.0)
+        center = prior + step * np.asarray(target_variance, dtype=np.float64)
+    safe = np.where(se > 0, se, 1.0)
+    a, b = -center / safe, (1.0 - center) / safe
+    # the truncated normal's mean, through the Mills ratio where a mass underflows
+    density = (np.exp(-0.5 * a * a) - np.exp(-0.5 * b * b)) / np.sqrt(2.0 * np.pi)
+    # from the nearer tail, so that a center far below 0 keeps its digits
+    mass = np.where(a > 0, ndtr(-a) - ndtr(-b), ndtr(b) - ndtr(a))
+    inside = mass > 1e-300
+    tail = safe / np.maximum(a, 1.0)  # far below 0: mean about se**2 / |center|
+    mean = np.where(inside, center + safe * density / np.where(inside, mass, 1.0), tail)
+    out = np.where(se > 0, np.clip(mean, 0.0, 1.0), prior)
+    return out / out.sum()

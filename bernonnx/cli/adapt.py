@@ -151,7 +151,8 @@ def _cmd_adapt(args, progress: _Progress) -> int:
         + (
             f"; raw EM estimate {adapter.prior_em_[1]:.4f} ("
             + ("the interval's; " if interval else "")
-            + "the prior above adds one row to each class's expected count)"
+            + "the prior above is its posterior mean given its standard error, with one "
+            "row added to each class's expected count)"
             if args.priors is None
             else ""
         )

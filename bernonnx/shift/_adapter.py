@@ -11,6 +11,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
+from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
@@ -23,6 +24,9 @@ from bernonnx._core.priors import (
     check_priors,
     em_priors,
     likelihood_ratios,
+    likelihood_slope,
+    posterior_mean_priors,
+    prior_covariance,
     shrink_by_likelihood,
 )
 from bernonnx._meta import clone_keeping_fitted, final_classifier
@@ -126,24 +130,46 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         is the positive-part empirical-Bayes, James-Stein, factor). Off by default: on
         the corpus study's tuning tables every strength above 0 raised the prior's error
         and, with ``pseudo_count``, bought no log loss (``docs/results/prior_shift.md``).
+    posterior_mean : bool, default=True
+        Adapt to each prior's posterior mean given the EM estimate and its standard
+        error, under a flat prior on ``[0, 1]``
+        (``bernonnx._core.priors.posterior_mean_priors``), rather than to the estimate
+        itself. The target rows' log likelihood is taken quadratic about the estimate
+        (its slope at the floor, its Fisher curvature), and the standard error is the
+        Fisher one of the target rows, times ``sqrt(1 + n / m)`` where the ``m``
+        calibration rows are known (the calibrator's own error, see
+        ``calibration_rows``). An estimate many standard errors inside ``(0, 1)`` is
+        kept, and so is a class at the floor the rows are sure is absent (a steep
+        slope); one EM puts at 0 for a class the probabilities barely separate (a flat
+        likelihood, a standard error of 0.1: the data cannot tell 0 from 0.2) moves in
+        by about 0.8 standard errors, so that class's rows are not adapted to a
+        near-zero probability. On the corpus study's tuning tables it raised the
+        multiclass log-loss recovery from 0.90 to 0.95 and left the binary one as it
+        was (``benchmarks/prior_shift_corpus.md``). False adapts to the EM estimate
+        (after ``shrinkage``, with ``pseudo_count``).
     pseudo_count : float, default=1.0
         Rows ``a`` added to each class's expected count among the ``n`` target rows (the
         total ``sample_weight``) before adapting: ``prior_ = (n pi' + a) / (n + K a)``,
         the posterior mean of the priors under a symmetric Dirichlet(``a``) prior (1:
-        Laplace's rule of succession). A class EM sends to the floor keeps
-        ``a / (n + K a)`` rather than ``min_prior``, so the few target rows of a class EM
-        missed cost a bounded log loss, while a class absent from thousands of rows
-        still gets less than one row's share. Chosen on the corpus study's tuning
-        tables; 0 adapts to the raw EM estimate (``prior_em_`` holds it either way).
+        Laplace's rule of succession). A class EM sends to the floor
+        keeps at least ``a / (n + K a)`` rather than ``min_prior``, so the few target
+        rows of a class EM missed cost a bounded log loss, while a class absent from
+        thousands of rows still gets less than one row's share. Chosen with
+        ``posterior_mean`` on the corpus study's tuning tables; 0 adds none
+        (``prior_em_`` holds the raw EM estimate either way).
     calibration_rows : float or None, default=None
         How many rows (total weight) the wrapped probabilities were calibrated on; None
         reads it from a final ``CalibratedClassifier`` (the weights of its calibration
         rows), else it is unknown. The calibrator's own sampling error moves the
         estimate as much as that many target rows would, which a bootstrap of the
         target rows cannot see: with ``m`` calibration rows and ``n`` target rows the
-        bootstrap interval is widened about ``prior_em_`` by ``sqrt(1 + n / m)``, the
-        standard error of a difference of two independent samples' estimates. Unknown:
-        no widening (the interval then reflects the target rows alone).
+        bootstrap interval gets the variance of an estimate from ``m`` rows, the Fisher
+        variance of the target rows' estimate times ``n / m`` for ``n`` target rows,
+        added to each half-width in quadrature (the error of a difference of two
+        independent samples' estimates; from the Fisher information, so that it does
+        not vanish where the bootstrap's does, at an estimate on the floor), and the
+        standard error ``posterior_mean`` reads is widened by ``sqrt(1 + n / m)``.
+        Unknown: no widening (the interval then reflects the target rows alone).
     n_bootstrap : int, default=200
         Bootstrap resamples of the target rows behind ``prior_interval_``; 0 for none
         (each resample is an EM run, from ``prior_`` on, to ``max(tol, 1e-6)``: the
@@ -162,20 +188,23 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         The priors the wrapped probabilities are calibrated for.
     prior_ : ndarray of shape (n_classes,)
         The target priors: ``priors``, or the EM estimate (shrunk by ``shrinkage``, if
-        set) with ``pseudo_count`` rows added to each class: the priors
-        ``predict_proba`` and the ONNX graph adapt to.
+        set; its posterior mean with ``posterior_mean``) with ``pseudo_count`` rows added
+        to each class: the priors ``predict_proba`` and the ONNX graph adapt to.
     prior_em_ : ndarray of shape (n_classes,)
         The raw EM estimate (maximum likelihood), before shrinkage and pseudo-counts:
         the estimate of the priors; ``priors`` when given.
     prior_interval_ : ndarray of shape (n_classes, 2) or None
         Bootstrap percentile interval of each EM estimate (``prior_em_``) at
-        ``confidence``, widened about it by ``sqrt(1 + n / m)`` where the calibration
-        rows ``m`` are known (``calibration_rows``), and where needed to hold
-        ``prior_`` and ``prior_em_``;
+        ``confidence``, widened where the calibration rows ``m`` are known
+        (``calibration_rows``): each half-width ``h`` becomes
+        ``sqrt(h**2 + z**2 v n / m)``, ``v`` the Fisher variance of the estimate from
+        the ``n`` target rows and ``z`` the normal quantile of ``confidence``; and where
+        needed to hold ``prior_`` and ``prior_em_``;
         ``[priors, priors]`` for given priors; None with ``n_bootstrap=0``.
     prior_se_ : ndarray of shape (n_classes,) or None
-        Bootstrap standard error of each EM estimate, times the same
-        ``sqrt(1 + n / m)`` as the interval (zeros for given priors).
+        Bootstrap standard error of each EM estimate, with the same calibration
+        variance ``v n / m`` added (``sqrt(se**2 + v n / m)``; zeros for given
+        priors).
     calibration_rows_ : float or None
         ``calibration_rows``, or the calibration weight read from the model; None when
         unknown.
@@ -188,12 +217,19 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    Neither the pseudo-counts nor the shrinkage need the bootstrap (both work with
-    ``n_bootstrap=0``; the shrinkage costs ``n_classes + 1`` passes over the
-    probabilities). The pseudo-counts guard the adapted probabilities where EM is sure
-    and wrong: a class it puts near 0 whose few target rows would then each cost a log
-    loss of ``-log(1e-6)``; on the corpus study's reporting multiclass cells that was
-    what made adapting worse than not adapting (``benchmarks/prior_shift_corpus.md``).
+    Neither ``posterior_mean``, the pseudo-counts nor the shrinkage need the bootstrap
+    (all work with ``n_bootstrap=0``; the Fisher variance costs one pass over the
+    probabilities, the shrinkage ``n_classes + 1``). ``posterior_mean`` and the
+    pseudo-counts guard the adapted probabilities where EM is sure and wrong. With
+    several classes the probabilities barely separate, a small miscalibration (class
+    means off by 0.02) moves the maximum of the likelihood to the boundary: EM puts a
+    class at 0 even on rows with no shift at all, every bootstrap resample agrees, and
+    adapting to that estimate costs that class's rows several nats each. Its Fisher
+    standard error (0.09 for such a class where a separated one has 0.02) still says
+    the data cannot tell 0 from 0.2, and the posterior mean reads it
+    (``benchmarks/prior_shift_corpus.md``, "Why multiclass recovery fails"). Where
+    every class's probabilities overlap (accuracy near the majority share) no
+    estimate from them is reliable: check the interval's width before adapting.
 
     EM maximises the likelihood of the target rows as a mixture of the classes with
     weights ``pi'``; each step sets ``pi'_k`` to the mean over the rows of the
@@ -241,6 +277,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "max_iter": [IntInterval(1, None, closed="left")],
         "min_prior": [Interval(Real, 0, 0.5, closed="neither")],
         "shrinkage": [Interval(Real, 0, None, closed="left")],
+        "posterior_mean": ["boolean"],
         "pseudo_count": [Interval(Real, 0, None, closed="left")],
         "calibration_rows": [Interval(Real, 0, None, closed="neither"), None],
         "n_bootstrap": [IntInterval(0, None, closed="left")],
@@ -258,6 +295,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         max_iter=1000,
         min_prior=1e-6,
         shrinkage=0.0,
+        posterior_mean=True,
         pseudo_count=1.0,
         calibration_rows=None,
         n_bootstrap=200,
@@ -271,6 +309,7 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.min_prior = min_prior
         self.shrinkage = shrinkage
+        self.posterior_mean = posterior_mean
         self.pseudo_count = pseudo_count
         self.calibration_rows = calibration_rows
         self.n_bootstrap = n_bootstrap
@@ -366,8 +405,19 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ratios = likelihood_ratios(proba, self.train_prior_, prior, weights)
             prior = shrink_by_likelihood(prior, self.train_prior_, ratios, self.shrinkage)
         rows = float(len(proba) if weights is None else weights.sum())
+        # the Fisher variance of the estimate, and the share of it the calibration rows
+        # add: both posterior_mean and the interval read them
+        variance = np.maximum(
+            np.diag(prior_covariance(proba, self.train_prior_, self.prior_em_, weights)), 0.0
+        )
+        ratio = rows / self.calibration_rows_ if self.calibration_rows_ else 0.0
+        if self.posterior_mean:
+            slope = likelihood_slope(proba, self.train_prior_, self.prior_em_, weights)
+            prior = posterior_mean_priors(
+                prior, np.sqrt(variance * (1.0 + ratio)), slope=slope, target_variance=variance
+            )
         self.prior_ = add_pseudo_counts(prior, rows, self.pseudo_count)
-        self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights)
+        self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights, variance * ratio)
         return self
 
     def _target_proba(self, X, sample_weight):
@@ -407,10 +457,12 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             proba[rows] = self.estimator_.predict_proba(block)
         return proba, weights
 
-    def _bootstrap(self, proba, weights):
+    def _bootstrap(self, proba, weights, calibration_variance):
         """Percentile interval and standard error over resamples of the target rows,
-        each estimated by EM from the point estimate on; the interval is widened to
-        hold the point estimates themselves (``prior_`` and ``prior_em_``).
+        each estimated by EM from the point estimate on; the interval is widened by
+        ``calibration_variance`` (the calibration rows' share of the estimate's
+        variance) and to hold the point estimates themselves (``prior_`` and
+        ``prior_em_``).
 
         A resample is a row of multinomial counts (how often each row is drawn),
         drawn and estimated a block at a time: memory is bounded by
@@ -447,12 +499,16 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         se = found.std(axis=0, ddof=1) if len(found) > 1 else np.zeros(found.shape[1])
         if self.calibration_rows_:
             # the calibrator's sampling error adds the variance of an estimate from
-            # calibration_rows_ rows to that from the target rows
-            total = float(n if weights is None else weights.sum())
-            widen = np.sqrt(1.0 + total / self.calibration_rows_)
-            center = self.prior_em_[:, None]
-            interval = np.clip(center + widen * (interval - center), 0.0, 1.0)
-            se = se * widen
+            # calibration_rows_ rows to that from the target rows; from the Fisher
+            # information, which does not vanish at the floor as the bootstrap does
+            extra = norm.ppf(0.5 + self.confidence / 2.0) ** 2 * calibration_variance
+            center = self.prior_em_
+            below = np.maximum(center - interval[:, 0], 0.0)
+            above = np.maximum(interval[:, 1] - center, 0.0)
+            low = center - np.sqrt(below**2 + extra)
+            high = center + np.sqrt(above**2 + extra)
+            interval = np.clip(np.stack([low, high], axis=1), 0.0, 1.0)
+            se = np.sqrt(se**2 + calibration_variance)
         # a percentile interval of a skewed bootstrap (a prior near the floor) can miss
         # the estimate it is the interval of: the reported interval always holds it
         points = np.stack([self.prior_, self.prior_em_], axis=1)
