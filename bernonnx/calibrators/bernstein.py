@@ -260,6 +260,18 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         if source is not None:
             return self._fit_source(source)
         s, target, w, kept, n_rows = fit_inputs(self, X, y, sample_weight, positions=True)
+        return self._fit_checked(s, target, w, kept, n_rows)
+
+    def _fit_checked(self, s, target, w, kept, n_rows):
+        """The in-memory fit of checked rows: what :meth:`fit` does after ``fit_inputs``.
+
+        ``s`` float64 scores, ``target`` 0/1 float64, ``w`` positive weights (the rows
+        kept), ``kept`` their positions among the ``n_rows`` rows given (the folds of a
+        degree search hash them). ``classes_`` and ``n_features_in_`` are the caller's
+        to set. ``TemperatureBernsteinCalibrator``'s fold refits call it directly: their
+        inputs are the checked log-odds of its own fit, and a hundred refits of a
+        20-class fit spent a third of their time in the checks.
+        """
         exponent = score_exponent(s)
         s = rescale(s, exponent)
         params = fit_transform_params(self.score_transform, s, w, self.n_knots)

@@ -39,6 +39,8 @@ CHOICES = ("identity", "temperature", "bernstein")
 #: errors of the mean held-out loss difference: with few rows per class its fold fits
 #: are noisy and the degrees it holds were chosen on all rows (an optimistic estimate)
 _N_SE = 2.0
+#: ``classes_`` of the per-class corrections: 0/1 labels, as ``fit`` sets them from ints
+_BINARY = np.array([0, 1], dtype=np.int64)
 
 
 def _class_log_odds(t: np.ndarray) -> np.ndarray:
@@ -121,16 +123,29 @@ def _fit_corrections(bernstein, odds, target, w, fitted=None):
     fitted on all rows), each class keeps its degree and its fit starts from their
     coefficients: the same convex problem, solved from nearby (fewer Newton steps)."""
     calibrators = []
+    keep = w > 0
+    n = odds.shape[0]
     for k in range(odds.shape[1]):
         positive = target == k
         if w[positive].sum() <= 0 or w[~positive].sum() <= 0:
             return None
         cal = clone(bernstein)
-        if fitted is not None:
-            cal.set_params(degree=int(fitted[k].degree_))
-            if fitted[k].coef_.shape[0] == fitted[k].degree_ + 1:
-                cal._warm_start = fitted[k].coef_
-        calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+        if fitted is None:
+            calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+            continue
+        cal.set_params(degree=int(fitted[k].degree_))
+        if fitted[k].coef_.shape[0] == fitted[k].degree_ + 1:
+            cal._warm_start = fitted[k].coef_
+        s = odds[keep, k]
+        if not np.isfinite(s).all():  # the checks' error, as the fit on all rows gave it
+            calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+            continue
+        # the fold refits skip fit's checks: these are the checked rows of the fit on
+        # all rows, a fold's log-odds (finite), its labels (both classes) and weights;
+        # the same fit as cal.fit(odds[:, k], positive, sample_weight=w) gives
+        cal.classes_, cal.n_features_in_ = _BINARY, 1
+        target_k = positive[keep].astype(np.float64)
+        calibrators.append(cal._fit_checked(s, target_k, w[keep], keep, n))
     return calibrators
 
 
