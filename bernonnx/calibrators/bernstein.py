@@ -310,6 +310,9 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
         # a start for the fit of a single degree, set by a caller that fitted a nearby
         # problem (the folds of TemperatureBernsteinCalibrator): read once, never kept
         x0 = vars(self).pop("_warm_start", None) if len(degrees) == 1 else None
+        # set by the same caller on its fit of all rows: keep the degree search's
+        # approximate fold fits of the chosen degree (``_fold_fits``, popped by it)
+        fold_fits = {} if vars(self).pop("_keep_fold_fits", False) else None
         forget_optional_attributes(self)
         self.score_exponent_ = exponent
         for key in TRANSFORM_KEYS:
@@ -341,10 +344,17 @@ class BernsteinCalibrator(PartialFitMixin, OneScoreMixin, ClassifierMixin, BaseE
                 self.n_folds,
                 folds,
                 least_loss_choice,
-                partial(select_degree_by_steps, coarse=isinstance(self.degree, str)),
+                partial(
+                    select_degree_by_steps,
+                    coarse=isinstance(self.degree, str),
+                    fold_fits=fold_fits,
+                ),
                 x0,
             )
         self.degree_ = int(degrees[index])
+        if fold_fits and index in fold_fits:
+            folds_used, fits = fold_fits[index]
+            self._fold_fits = dict(zip(folds_used, fits, strict=True))
         if len(degrees) > 1:
             record_degree_search(self, degrees, fold_losses)
         return self
