@@ -117,14 +117,14 @@ def _choose(losses: dict, w: np.ndarray, n_se: float, after_sms: bool) -> tuple[
     return choice, mean
 
 
-def _fit_corrections(bernstein, odds, target, w, fitted=None, starts=None):
+def _fit_corrections(bernstein, odds, target, w, fitted=None, starts=None, fold_fits=None):
     """One Bernstein calibrator per class on its log-odds, or None if a class lacks
     rows on either side (nothing to correct with). With ``fitted`` (the corrections
     fitted on all rows), each class keeps its degree and its fit starts from
     ``starts[k]`` when given, else from their coefficients: the same convex problem,
-    solved from nearby (fewer Newton steps). Without ``fitted``, each calibrator keeps
-    its degree search's approximate fits of the folds in ``_fold_fits`` (see
-    :meth:`TemperatureBernsteinCalibrator._cross_validate`)."""
+    solved from nearby (fewer Newton steps). Without ``fitted``, a list ``fold_fits``
+    receives each class's degree search's approximate fits of the folds, ``{fold:
+    coefficients}`` or None (see :meth:`TemperatureBernsteinCalibrator._cross_validate`)."""
     calibrators = []
     keep = w > 0
     n = odds.shape[0]
@@ -134,8 +134,10 @@ def _fit_corrections(bernstein, odds, target, w, fitted=None, starts=None):
             return None
         cal = clone(bernstein)
         if fitted is None:
-            cal._keep_fold_fits = True
+            cal._keep_fold_fits = fold_fits is not None
             calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+            if fold_fits is not None:
+                fold_fits.append(vars(cal).pop("_fold_fits", None))
             continue
         cal.set_params(degree=int(fitted[k].degree_))
         if starts is not None and starts[k] is not None:
@@ -306,11 +308,11 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         bernstein = BernsteinCalibrator(degree=self.degree)
         beta = _fit_inverse_temperature(z, target, w)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}
-        fold_fits = None
+        fold_fits = [] if self.method == "auto" else None
         if self.method in ("auto", "bernstein"):
-            corrections = _fit_corrections(bernstein, _fit_log_odds(beta * z), target, w)
-            # the degree searches' approximate fold fits: not part of the fitted model
-            fold_fits = [vars(c).pop("_fold_fits", None) for c in corrections or ()]
+            corrections = _fit_corrections(
+                bernstein, _fit_log_odds(beta * z), target, w, fold_fits=fold_fits
+            )
             if corrections is not None:
                 fitted["bernstein"] = (beta, corrections)
         if self.method == "auto":
