@@ -95,15 +95,20 @@ def _solve_inverse_temperature(
     shifted = z - z.max(axis=1, keepdims=True)
     shifted_y = shifted[np.arange(z.shape[0]), target]
     work = np.empty_like(shifted)
+    # the values at the bracket's ends, which brentq evaluates again first
+    known: dict[float, float] = {}
 
     def slope(beta: float) -> float:
-        np.multiply(shifted, beta, out=work)
-        np.exp(work, out=work)
-        total = work.sum(axis=1)
-        mean = np.einsum("ij,ij->i", work, shifted)
-        mean /= total
-        mean -= shifted_y
-        return float(w @ mean)
+        value = known.get(beta)
+        if value is None:
+            np.multiply(shifted, beta, out=work)
+            np.exp(work, out=work)
+            total = work.sum(axis=1)
+            mean = np.einsum("ij,ij->i", work, shifted)
+            mean /= total
+            mean -= shifted_y
+            value = known[beta] = float(w @ mean)
+        return value
 
     if guess is not None and 0.0 < guess * _NEAR * spread < _MAX_MARGIN:
         # the slope increases: a sign change inside the bracket is the root
