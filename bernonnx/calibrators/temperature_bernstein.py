@@ -128,18 +128,20 @@ def _fit_corrections(bernstein, odds, target, w, fitted=None, starts=None, fold_
     calibrators = []
     keep = w > 0
     n = odds.shape[0]
+    # clone's parameters, read once: a refit is the same estimator at the fitted degree
+    params = None if fitted is None else clone(bernstein).get_params(deep=False)
     for k in range(odds.shape[1]):
         positive = target == k
         if w[positive].sum() <= 0 or w[~positive].sum() <= 0:
             return None
-        cal = clone(bernstein)
         if fitted is None:
+            cal = clone(bernstein)
             cal._keep_fold_fits = fold_fits is not None
             calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
             if fold_fits is not None:
                 fold_fits.append(vars(cal).pop("_fold_fits", None))
             continue
-        cal.set_params(degree=int(fitted[k].degree_))
+        cal = type(bernstein)(**{**params, "degree": int(fitted[k].degree_)})
         if starts is not None and starts[k] is not None:
             cal._warm_start = starts[k]
         elif fitted[k].coef_.shape[0] == fitted[k].degree_ + 1:
