@@ -307,22 +307,32 @@ def test_fit_log_odds_are_the_converter_formula(t):
     assert np.all(np.abs(fast - exact) <= 1e-14 * scale)
 
 
-def test_folds_start_from_the_all_rows_fit():
-    """The choice's fold fits start from the corrections fitted on all rows: the
-    optimum a cold start reaches, and the all-rows fits are not touched."""
+@pytest.mark.parametrize("start", ["all rows", "search's fold fits"])
+def test_folds_start_from_the_all_rows_fit(start):
+    """The choice's fold fits start from the corrections fitted on all rows, or from
+    their degree search's approximate fit of the same fold: the optimum a cold start
+    reaches, and the all-rows fits are not touched (nor left holding the search's)."""
+    from bernonnx._core.points import fold_of
     from bernonnx.calibrators.temperature_bernstein import _fit_corrections, _fit_log_odds
 
     z, y = _logits(n=3000, k=4, scale=2.0, seed=9)
     z[:, 0] += 2.0
     w = np.random.default_rng(10).integers(1, 3, len(y)).astype(float)
     odds = _fit_log_odds(z)
-    fitted = _fit_corrections(BernsteinCalibrator(), odds, y, w)
+    fold_fits = []
+    fitted = _fit_corrections(BernsteinCalibrator(), odds, y, w, fold_fits=fold_fits)
+    assert len(fold_fits) == 4 and all(set(f) == set(range(5)) for f in fold_fits)
     coefs = [cal.coef_.copy() for cal in fitted]
-    train = np.arange(len(y)) % 5 != 0
-    warm = _fit_corrections(BernsteinCalibrator(), odds[train], y[train], w[train], fitted)
+    train = fold_of(0, len(y), 5) != 2
+    starts = None
+    if start != "all rows":
+        starts = [f[2] for f in fold_fits]
+        assert [s.shape[0] for s in starts] == [cal.degree_ + 1 for cal in fitted]
+    warm = _fit_corrections(BernsteinCalibrator(), odds[train], y[train], w[train], fitted, starts)
     for k, (cal, all_rows) in enumerate(zip(warm, fitted, strict=True)):
         assert cal.degree_ == all_rows.degree_
         assert not hasattr(cal, "_warm_start") and not hasattr(all_rows, "_warm_start")
+        assert not hasattr(all_rows, "_fold_fits") and not hasattr(all_rows, "_keep_fold_fits")
         np.testing.assert_array_equal(all_rows.coef_, coefs[k])
         cold = BernsteinCalibrator(degree=int(all_rows.degree_)).fit(
             odds[train, k], (y[train] == k).astype(np.int64), sample_weight=w[train]
