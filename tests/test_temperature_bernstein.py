@@ -307,22 +307,32 @@ def test_fit_log_odds_are_the_converter_formula(t):
     assert np.all(np.abs(fast - exact) <= 1e-14 * scale)
 
 
-def test_folds_start_from_the_all_rows_fit():
-    """The choice's fold fits start from the corrections fitted on all rows: the
-    optimum a cold start reaches, and the all-rows fits are not touched."""
+@pytest.mark.parametrize("start", ["all rows", "search's fold fits"])
+def test_folds_start_from_the_all_rows_fit(start):
+    """The choice's fold fits start from the corrections fitted on all rows, or from
+    their degree search's approximate fit of the same fold: the optimum a cold start
+    reaches, and the all-rows fits are not touched (nor left holding the search's)."""
+    from bernonnx._core.points import fold_of
     from bernonnx.calibrators.temperature_bernstein import _fit_corrections, _fit_log_odds
 
     z, y = _logits(n=3000, k=4, scale=2.0, seed=9)
     z[:, 0] += 2.0
     w = np.random.default_rng(10).integers(1, 3, len(y)).astype(float)
     odds = _fit_log_odds(z)
-    fitted = _fit_corrections(BernsteinCalibrator(), odds, y, w)
+    fold_fits = []
+    fitted = _fit_corrections(BernsteinCalibrator(), odds, y, w, fold_fits=fold_fits)
+    assert len(fold_fits) == 4 and all(set(f) == set(range(5)) for f in fold_fits)
     coefs = [cal.coef_.copy() for cal in fitted]
-    train = np.arange(len(y)) % 5 != 0
-    warm = _fit_corrections(BernsteinCalibrator(), odds[train], y[train], w[train], fitted)
+    train = fold_of(0, len(y), 5) != 2
+    starts = None
+    if start != "all rows":
+        starts = [f[2] for f in fold_fits]
+        assert [s.shape[0] for s in starts] == [cal.degree_ + 1 for cal in fitted]
+    warm = _fit_corrections(BernsteinCalibrator(), odds[train], y[train], w[train], fitted, starts)
     for k, (cal, all_rows) in enumerate(zip(warm, fitted, strict=True)):
         assert cal.degree_ == all_rows.degree_
         assert not hasattr(cal, "_warm_start") and not hasattr(all_rows, "_warm_start")
+        assert not hasattr(all_rows, "_fold_fits") and not hasattr(all_rows, "_keep_fold_fits")
         np.testing.assert_array_equal(all_rows.coef_, coefs[k])
         cold = BernsteinCalibrator(degree=int(all_rows.degree_)).fit(
             odds[train, k], (y[train] == k).astype(np.int64), sample_weight=w[train]
@@ -330,3 +340,156 @@ def test_folds_start_from_the_all_rows_fit():
         np.testing.assert_allclose(
             cal.predict_proba(odds[:, k]), cold.predict_proba(odds[:, k]), atol=1e-8
         )
+
+
+# ------------------------------------------------- the default's answer, kept by its speed-ups
+
+#: What main's code fitted (commit 5600595, before issue 42's speed-ups of the fit) on
+#: diabetes as pandas reads it (the first 20,000 rows, 5,000 drawn with seed 0: 2,000
+#: fit the model, 2,500 calibrate, 500 test): the default's choice and cross-validated
+#: losses (identity, temperature, correction), and the correction forced (degrees,
+#: inverse temperature, test log loss: mean and first rows). Regenerate with the
+#: test's own code should the default's method change on purpose.
+_MAIN_ANSWER = {
+    "GenHlth": {
+        "method": "identity",
+        "cv": [1.1769520911670903, 1.1775595654587692, 1.1819648231026532],
+        "degrees": [3, 3, 6, 2, 10],
+        "beta": 1.011859910759303,
+        "auto_mean": 1.14928891876917,
+        "forced_mean": 1.1472407093858774,
+        "forced_rows": [
+            0.6945529258719004,
+            0.9231857953810563,
+            0.7585075520516202,
+            0.9200954035888568,
+            1.4388603262621762,
+            1.1072976112015576,
+        ],
+    },
+    "Income": {
+        "method": "identity",
+        "cv": [1.6623773075490045, 1.6632626103280523, 1.6625201268579723],
+        "degrees": [4, 4, 8, 2, 4, 32, 6, 16],
+        "beta": 1.0232213138339128,
+        "auto_mean": 1.6522467575730952,
+        "forced_mean": 1.660371365853439,
+        "forced_rows": [
+            2.6606571254089135,
+            1.8526627210660647,
+            0.39125261403765504,
+            1.8516617646798517,
+            2.037186290391135,
+            0.8148841405198946,
+        ],
+    },
+}
+
+
+def _main_fit_corrections(bernstein, odds, target, w, fitted=None, starts=None, fold_fits=None):
+    """main's ``_fit_corrections`` (the slow reference): every refit through ``fit``'s
+    checks, started from the fit on all rows."""
+    from sklearn.base import clone
+
+    calibrators = []
+    for k in range(odds.shape[1]):
+        positive = target == k
+        if w[positive].sum() <= 0 or w[~positive].sum() <= 0:
+            return None
+        cal = clone(bernstein)
+        if fitted is not None:
+            cal.set_params(degree=int(fitted[k].degree_))
+            if fitted[k].coef_.shape[0] == fitted[k].degree_ + 1:
+                cal._warm_start = fitted[k].coef_
+        calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+    return calibrators
+
+
+def _main_inverse_temperature(z, target, w):
+    """main's slope (a softmax of beta z, then the mean logit), Brent's root to 4 ulp."""
+    from scipy.optimize import brentq
+    from scipy.special import softmax
+
+    zy = z[np.arange(z.shape[0]), target]
+
+    def slope(beta):
+        return float(w @ (np.sum(softmax(beta * z, axis=1) * z, axis=1) - zy))
+
+    hi = 1.0 / float(np.max(np.abs(z - z.mean(axis=1, keepdims=True))))
+    while slope(hi) < 0.0:
+        hi *= 2.0
+    return brentq(slope, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+
+
+@pytest.fixture(scope="module")
+def diabetes_head():
+    try:
+        return pd.read_csv(DEFAULT_DATA_DIR / "diabetes_brfss2015.csv.gz", nrows=20_000)
+    except FileNotFoundError:  # pragma: no cover - the shared data are part of CI
+        pytest.skip(str(DataMissing(f"diabetes data not in {DEFAULT_DATA_DIR}")))
+
+
+@pytest.mark.parametrize(
+    ("target", "model"), [("GenHlth", "LogisticRegression"), ("Income", "HistGradientBoosting")]
+)
+def test_faster_fit_keeps_main_answer(diabetes_head, target, model, monkeypatch):
+    """Issue 42's speed-ups of the multiclass default's fit (fold refits past fit's
+    checks and started at the degree search's fold fits, a cheaper temperature slope)
+    change no answer: on real data, the choice, the cross-validated losses (to 1e-10
+    relative), the corrections' degrees and test log loss (to 1e-9 per row) are main's,
+    and the same as the slow reference path (main's fold refits and slope) run here."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from bernonnx.calibrators import temperature_bernstein as tb
+    from bernonnx.calibrators.temperature import _fit_inverse_temperature
+
+    rows = diabetes_head.sample(n=5000, random_state=0)
+    y = rows.pop(target).to_numpy()
+    X = rows.to_numpy(dtype=np.float64)
+    if model == "LogisticRegression":
+        est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=300))
+    else:
+        est = HistGradientBoostingClassifier(max_iter=20, random_state=0)
+    frozen = FrozenEstimator(est.fit(X[:2000], y[:2000]))
+    X_cal, y_cal, X_te = X[2000:4500], y[2000:4500], X[4500:]
+    y_te = np.searchsorted(np.unique(y_cal), y[4500:])
+    ref = _MAIN_ANSWER[target]
+
+    def answer():
+        auto = CalibratedClassifier(frozen).fit(X_cal, y_cal)
+        cal = auto.calibrated_classifiers_[0].calibrators[0]
+        forced = CalibratedClassifier(
+            frozen, TemperatureBernsteinCalibrator(scaling="sms", method="bernstein")
+        ).fit(X_cal, y_cal)
+        fcal = forced.calibrated_classifiers_[0].calibrators[0]
+        rows = np.arange(len(y_te))
+        return {
+            "method": cal.method_,
+            "cv": [cal.cv_log_loss_[m] for m in METHODS],
+            "degrees": [c.degree_ for c in fcal.calibrators_],
+            "beta": fcal.inverse_temperature_,
+            "auto": -np.log(auto.predict_proba(X_te)[rows, y_te]),
+            "forced": -np.log(forced.predict_proba(X_te)[rows, y_te]),
+            "z": fcal.scaling_.calibrated_logits(frozen.decision_function(X_cal)),
+        }
+
+    fast = answer()
+    assert fast["method"] == ref["method"] and fast["degrees"] == ref["degrees"]
+    np.testing.assert_allclose(fast["cv"], ref["cv"], rtol=1e-10, atol=0)
+    assert fast["beta"] == pytest.approx(ref["beta"], rel=1e-12)
+    assert fast["auto"].mean() == pytest.approx(ref["auto_mean"], rel=1e-10)
+    assert fast["forced"].mean() == pytest.approx(ref["forced_mean"], rel=1e-10)
+    np.testing.assert_allclose(fast["forced"][:6], ref["forced_rows"], rtol=0, atol=1e-9)
+
+    # the slow path, run here: main's fold refits (fit's checks, all-rows starts)
+    monkeypatch.setattr(tb, "_fit_corrections", _main_fit_corrections)
+    slow = answer()
+    assert slow["method"] == fast["method"] and slow["degrees"] == fast["degrees"]
+    np.testing.assert_allclose(fast["cv"], slow["cv"], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(fast["forced"], slow["forced"], rtol=0, atol=1e-12)
+    # main's slope, on the logits the correction reads
+    z, t = fast["z"], np.searchsorted(np.unique(y_cal), y_cal)
+    w = np.ones(len(t))
+    assert _fit_inverse_temperature(z, t, w) == pytest.approx(
+        _main_inverse_temperature(z, t, w), rel=1e-14
+    )

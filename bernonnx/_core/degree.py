@@ -214,7 +214,9 @@ class _FoldStack:
         return self.u.shape[0]
 
 
-def select_degree_by_steps(basis, sums, feasible_sets, loss, one_score=True, coarse=False):
+def select_degree_by_steps(
+    basis, sums, feasible_sets, loss, one_score=True, coarse=False, fold_fits=None
+):
     """Validation log loss of each candidate on each fold, from one fit per candidate.
 
     The search of the 1-D calibrator; ``sums``, ``feasible_sets`` and the
@@ -264,7 +266,9 @@ def select_degree_by_steps(basis, sums, feasible_sets, loss, one_score=True, coa
     Returns the fold losses (shape ``(n_used_folds, n_candidates)``, NaN for
     candidates not scored) and the ``x*`` of each candidate (``None`` if not
     scored): the final fit starts from the chosen one's. ``basis`` must be
-    :data:`CURVE`.
+    :data:`CURVE`. A dict ``fold_fits`` (log loss) receives, per candidate scored,
+    the used folds and their approximate fits ``(folds, (n_used_folds, d + 1))``:
+    starts for exact refits of the folds (``TemperatureBernsteinCalibrator``'s).
     """
     wt, wu = sums
     folds = _usable_folds(wt)
@@ -304,6 +308,8 @@ def select_degree_by_steps(basis, sums, feasible_sets, loss, one_score=True, coa
             [feasible.qp(hk, gk - hk @ xi, x0=xi) for hk, gk, xi in zip(h, g, xk, strict=True)]
         )
         losses[:, j] = stack.fold_log_losses(xk)
+        if fold_fits is not None:
+            fold_fits[j] = (folds, xk)
 
     for j in _search_order(len(feasible_sets), coarse, losses):
         evaluate(j)

