@@ -280,6 +280,22 @@ def test_bad_priors_are_named(iris_model, priors, message, argument):
         PriorShiftAdapter(clf, **kw).fit()
 
 
+@needs_data
+def test_train_prior_below_the_normal_range_is_named(fitted):
+    # the probabilities are divided by train_prior: below the smallest normal float64
+    # the ratio overflows (the covariance's SVD failed: LinAlgError); just above, fine
+    clf, X, _ = fitted
+    with pytest.raises(ValueError, match=r"train_prior.*at least 2.2\d*e-308"):
+        PriorShiftAdapter(clf, train_prior=[1 - 1e-310, 1e-310]).fit(X[:300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        adapter = PriorShiftAdapter(clf, train_prior=[1 - 1e-300, 1e-300], n_bootstrap=20)
+        adapter.fit(X[:300])
+    assert np.isfinite(adapter.prior_).all() and abs(adapter.prior_.sum() - 1) < 1e-12
+    low, high = adapter.prior_interval_.T
+    assert np.all((low <= adapter.prior_) & (adapter.prior_ <= high))
+
+
 def test_target_rows_checked(iris_model):
     clf, X = iris_model
     with pytest.raises(ValueError, match=f"at least {MIN_TARGET_ROWS} target rows.*got 99"):

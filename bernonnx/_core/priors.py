@@ -23,6 +23,7 @@ from scipy.special import ndtr
 
 __all__ = [
     "PRIOR_SUM_TOLERANCE",
+    "SMALLEST_DIVISOR_PRIOR",
     "adapt_proba",
     "add_pseudo_counts",
     "check_priors",
@@ -43,14 +44,20 @@ _COVARIANCE_BLOCK = 65_536
 #: How far from 1 a user's priors may sum (float rounding of typed-in decimals).
 PRIOR_SUM_TOLERANCE = 1e-6
 
+#: Least prior the probabilities may be divided by: the smallest normal float64, whose
+#: reciprocal is finite (a subnormal train prior overflowed ``proba / train_prior``).
+SMALLEST_DIVISOR_PRIOR = float(np.finfo(np.float64).tiny)
 
-def check_priors(priors, n_classes: int, name: str) -> np.ndarray:
+
+def check_priors(priors, n_classes: int, name: str, least: float = 0.0) -> np.ndarray:
     """``priors`` as a float64 (n_classes,) array of positive values summing to 1.
 
     Raises a ``ValueError`` naming ``name``, what was expected and what came: the wrong
     length, a value that is not finite or not positive (a zero prior makes its class
-    impossible forever: no reweighting brings it back), or a sum off 1 by more than
-    :data:`PRIOR_SUM_TOLERANCE` (never renormalised silently: a sum of 1.1 is a typo).
+    impossible forever: no reweighting brings it back), one below ``least``, or a sum
+    off 1 by more than :data:`PRIOR_SUM_TOLERANCE` (never renormalised silently: a sum
+    of 1.1 is a typo). Priors the probabilities are divided by (a ``train_prior``) pass
+    ``least=``:data:`SMALLEST_DIVISOR_PRIOR`.
     """
     try:
         values = np.asarray(priors, dtype=np.float64)
@@ -67,6 +74,11 @@ def check_priors(priors, n_classes: int, name: str) -> np.ndarray:
         raise ValueError(
             f"{name} must be positive and finite (a zero prior rules its class out for "
             f"good), got {values.tolist()}"
+        )
+    if np.any(values < least):
+        raise ValueError(
+            f"{name} must be at least {least:.17g} (the probabilities are divided by it, "
+            f"and 1 / prior must stay finite), got {values.tolist()}"
         )
     total = float(values.sum())
     if abs(total - 1.0) > PRIOR_SUM_TOLERANCE:

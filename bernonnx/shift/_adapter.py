@@ -19,6 +19,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from bernonnx._core.priors import (
+    SMALLEST_DIVISOR_PRIOR,
     adapt_proba,
     add_pseudo_counts,
     check_priors,
@@ -318,7 +319,9 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _train_prior(self, final, n_classes: int) -> np.ndarray:
         if self.train_prior is not None:
-            return check_priors(self.train_prior, n_classes, "train_prior")
+            return check_priors(
+                self.train_prior, n_classes, "train_prior", least=SMALLEST_DIVISOR_PRIOR
+            )
         recorded = getattr(final, "calibration_prior_", None)
         if recorded is None:
             raise ValueError(
@@ -326,7 +329,12 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "calibration_prior_: pass train_prior, the class priors its probabilities "
                 "are calibrated for (the class shares of its calibration rows)"
             )
-        return check_priors(recorded, n_classes, f"{type(final).__name__}.calibration_prior_")
+        return check_priors(
+            recorded,
+            n_classes,
+            f"{type(final).__name__}.calibration_prior_",
+            least=SMALLEST_DIVISOR_PRIOR,
+        )
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X=None, y=None, sample_weight=None):
