@@ -329,6 +329,48 @@ def test_posterior_mean_moves_a_class_the_rows_cannot_place():
     np.testing.assert_array_equal(posterior_mean_priors(prior, np.zeros(3)), prior)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    prior=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=5).filter(lambda v: sum(v) > 0),
+    se=st.lists(
+        st.one_of(st.just(0.0), st.just(np.inf), st.floats(5e-324, 1e300)),
+        min_size=5,
+        max_size=5,
+    ),
+    slope=st.floats(-1e300, 0.0),
+    variance=st.floats(0.0, 1e300),
+)
+def test_posterior_mean_is_finite_for_any_standard_error(prior, se, slope, variance):
+    # standard errors from 0 through subnormal and 1e300 to inf (calibration_rows=1e-310
+    # gives inf: the variance of an estimate from 1e-310 rows), slopes and variances
+    # whose product overflows: priors in [0, 1] summing to 1 and no RuntimeWarning (the
+    # suite turns bernonnx's into errors); an infinite standard error is the flat
+    # prior's mean, 1/2, for each class
+    prior = np.array(prior) / np.sum(prior)
+    k = len(prior)
+    se = np.array(se[:k])
+    out = posterior_mean_priors(prior, se, np.full(k, slope), np.full(k, variance))
+    assert np.all(np.isfinite(out)) and np.all((out >= 0) & (out <= 1))
+    np.testing.assert_allclose(out.sum(), 1.0, rtol=1e-12)
+    if np.all(np.isinf(se)):
+        np.testing.assert_allclose(out, 1.0 / k, rtol=1e-12)
+
+
+def test_calibration_rows_far_below_one_give_no_runtime_warning(diabetes_12):
+    # calibration_rows=1e-310 is allowed (positive): the standard error the posterior
+    # mean reads is inf, which made an inf * 0 (RuntimeWarning: invalid value) before
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, 0.3, 400, seed=3)
+    adapter = PriorShiftAdapter(
+        model, train_prior=train_prior, calibration_rows=1e-310, n_bootstrap=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        adapter.fit(X.iloc[rows])
+    # nothing is known of the priors: the flat prior's mean, every class alike
+    np.testing.assert_allclose(adapter.prior_, [0.5, 0.5], rtol=1e-12)
+
+
 def test_likelihood_slope_is_zero_at_a_free_maximum(diabetes_12):
     # the slope along each class's direction is 0 at EM's estimate for a class above the
     # floor, and negative for a class held at the floor by rows without it

@@ -428,15 +428,26 @@ def posterior_mean_priors(prior, se, slope=None, target_variance=None) -> np.nda
     center = prior
     if slope is not None:
         step = np.minimum(np.asarray(slope, dtype=np.float64), 0.0)
-        center = prior + step * np.asarray(target_variance, dtype=np.float64)
-    safe = np.where(se > 0, se, 1.0)
-    a, b = -center / safe, (1.0 - center) / safe
-    # the truncated normal's mean, through the Mills ratio where a mass underflows
-    density = (np.exp(-0.5 * a * a) - np.exp(-0.5 * b * b)) / np.sqrt(2.0 * np.pi)
+        variance = np.asarray(target_variance, dtype=np.float64)
+        # a move below the floor of at most 1e300: far enough for the tail's mean of 0,
+        # without an inf (or a NaN from a variance of 0) for a steep slope
+        with np.errstate(over="ignore"):
+            move = np.multiply(step, variance, out=np.zeros_like(center), where=variance > 0)
+        center = prior + np.maximum(move, -1e300)
+    # an infinite standard error (calibration_rows far below 1) is a flat posterior:
+    # its mean 1/2
+    usable = (se > 0) & np.isfinite(se)
+    safe = np.where(usable, se, 1.0)
+    with np.errstate(over="ignore"):
+        # a centre many standard errors out overflows a, b or their squares to inf: the
+        # limits the formulas take (a density and a tail mean of 0)
+        a, b = -center / safe, (1.0 - center) / safe
+        # the truncated normal's mean, through the Mills ratio where a mass underflows
+        density = (np.exp(-0.5 * a * a) - np.exp(-0.5 * b * b)) / np.sqrt(2.0 * np.pi)
     # from the nearer tail, so that a center far below 0 keeps its digits
     mass = np.where(a > 0, ndtr(-a) - ndtr(-b), ndtr(b) - ndtr(a))
     inside = mass > 1e-300
     tail = safe / np.maximum(a, 1.0)  # far below 0: mean about se**2 / |center|
     mean = np.where(inside, center + safe * density / np.where(inside, mass, 1.0), tail)
-    out = np.where(se > 0, np.clip(mean, 0.0, 1.0), prior)
+    out = np.where(usable, np.clip(mean, 0.0, 1.0), np.where(se > 0, 0.5, prior))
     return out / out.sum()
