@@ -371,6 +371,29 @@ def test_calibration_rows_far_below_one_give_no_runtime_warning(diabetes_12):
     np.testing.assert_allclose(adapter.prior_, [0.5, 0.5], rtol=1e-12)
 
 
+def test_covariance_of_classes_the_rows_cannot_tell_apart(diabetes_12):
+    # class 1 split in two halves the probabilities cannot tell apart: no information on
+    # how the two share their mass, an infinite variance for both (a pseudo-inverse gave
+    # the second 0 and the third a finite one: certainty, depending on the classes'
+    # order); class 0's variance is the binary problem's; the order does not matter
+    model, train_prior, X, y = diabetes_12
+    rows = _balanced(y, 0.3, 1500)
+    proba = model.predict_proba(X.iloc[rows])
+    em, _, _ = em_priors(proba, train_prior, tol=1e-12)
+    split = np.c_[proba[:, 0], proba[:, 1] / 2, proba[:, 1] / 2]
+    halves = np.r_[train_prior[0], train_prior[1] / 2, train_prior[1] / 2]
+    variance = np.diag(prior_covariance(split, halves, np.r_[em[0], em[1] / 2, em[1] / 2]))
+    assert np.isinf(variance[1:]).all()
+    np.testing.assert_allclose(
+        variance[0], np.diag(prior_covariance(proba, train_prior, em))[0], rtol=1e-9
+    )
+    for order in ([1, 0, 2], [2, 1, 0]):
+        moved = prior_covariance(
+            split[:, order], halves[order], np.r_[em[0], em[1] / 2, em[1] / 2][order]
+        )
+        np.testing.assert_allclose(np.diag(moved), variance[order], rtol=1e-9)
+
+
 def test_likelihood_slope_is_zero_at_a_free_maximum(diabetes_12):
     # the slope along each class's direction is 0 at EM's estimate for a class above the
     # floor, and negative for a class held at the floor by rows without it

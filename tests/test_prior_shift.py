@@ -296,6 +296,28 @@ def test_train_prior_below_the_normal_range_is_named(fitted):
     assert np.all((low <= adapter.prior_) & (adapter.prior_ <= high))
 
 
+@needs_data
+def test_a_model_without_information_gives_the_whole_interval():
+    # a DummyClassifier, calibrated: every target row gets exactly the calibration
+    # prior, so the rows say nothing of their priors; with the calibration rows known
+    # the interval is [0, 1] and the standard error inf (it was the bootstrap's zero
+    # width about the training prior, and a Fisher variance of 0: a certainty the rows
+    # cannot give)
+    from sklearn.dummy import DummyClassifier
+
+    X, y = credit(6000)
+    dummy = DummyClassifier(strategy="prior").fit(X[:2000], y[:2000])
+    clf = CalibratedClassifier(FrozenEstimator(dummy), BernsteinCalibrator()).fit(
+        X[2000:4000], y[2000:4000]
+    )
+    target = X.iloc[2000 + shifted(y[2000:], 0.4, 600)]
+    np.testing.assert_array_equal(clf.predict_proba(target[:5])[0], clf.calibration_prior_)
+    adapter = PriorShiftAdapter(clf, n_bootstrap=20, random_state=0).fit(target)
+    np.testing.assert_array_equal(adapter.prior_interval_, [[0.0, 1.0], [0.0, 1.0]])
+    assert np.isinf(adapter.prior_se_).all()
+    assert np.isfinite(adapter.prior_).all() and abs(adapter.prior_.sum() - 1) < 1e-12
+
+
 def test_target_rows_checked(iris_model):
     clf, X = iris_model
     with pytest.raises(ValueError, match=f"at least {MIN_TARGET_ROWS} target rows.*got 99"):

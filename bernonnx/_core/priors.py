@@ -261,7 +261,9 @@ def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
     The inverse of the observed Fisher information of the mixture log likelihood
     ``sum_i w_i log sum_k p(k | x_i) prior_k / train_prior_k``, taken on the simplex
     (directions summing to 0), as in the asymptotics of the EM estimate (Saerens,
-    Latinne & Decaestecker 2002; Alexandari, Kundaje & Shrikumar 2020).
+    Latinne & Decaestecker 2002; Alexandari, Kundaje & Shrikumar 2020). A class a
+    direction without information moves (its information 0 to rounding) gets an
+    infinite variance on the diagonal.
     """
     proba = np.asarray(proba, dtype=np.float64)
     train_prior = np.asarray(train_prior, dtype=np.float64)
@@ -279,8 +281,19 @@ def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
         else:
             info += (grad * np.asarray(weights, dtype=np.float64)[rows, None]).T @ grad
     basis = np.eye(k)[:, :-1] - np.eye(k)[:, -1:]  # (K, K-1): directions summing to 0
-    reduced = basis.T @ info @ basis
-    return basis @ np.linalg.pinv(reduced) @ basis.T
+    values, vectors = np.linalg.eigh(basis.T @ info @ basis)
+    # a direction the rows carry no information on (probabilities that cannot tell the
+    # classes apart: a model predicting its calibration prior on every row) has an
+    # infinite variance, not the 0 a pseudo-inverse gives it, which depended on the
+    # classes' order and read as certainty
+    null = values <= max(float(values.max(initial=0.0)), 0.0) * (k - 1) * np.finfo(float).eps
+    inverse = np.divide(1.0, values, out=np.zeros_like(values), where=~null)
+    spread = basis @ vectors  # (K, K-1): each direction in the classes' coordinates
+    covariance = (spread * inverse) @ spread.T
+    # the classes a null direction moves (unit vectors: rounding is ~1e-16)
+    moved = (spread[:, null] ** 2).sum(axis=1) > 1e-12
+    covariance[moved, moved] = np.inf
+    return covariance
 
 
 def shrink_priors(prior, train_prior, variance, strength: float = 2.0) -> np.ndarray:
@@ -432,7 +445,9 @@ def posterior_mean_priors(prior, se, slope=None, target_variance=None) -> np.nda
         # a move below the floor of at most 1e300: far enough for the tail's mean of 0,
         # without an inf (or a NaN from a variance of 0) for a steep slope
         with np.errstate(over="ignore"):
-            move = np.multiply(step, variance, out=np.zeros_like(center), where=variance > 0)
+            move = np.multiply(
+                step, variance, out=np.zeros_like(center), where=(step < 0) & (variance > 0)
+            )
         center = prior + np.maximum(move, -1e300)
     # an infinite standard error (calibration_rows far below 1) is a flat posterior:
     # its mean 1/2

@@ -205,7 +205,9 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     prior_se_ : ndarray of shape (n_classes,) or None
         Bootstrap standard error of each EM estimate, with the same calibration
         variance ``v n / m`` added (``sqrt(se**2 + v n / m)``; zeros for given
-        priors).
+        priors). ``v`` is inf for a class the probabilities carry no information on
+        (a model predicting its calibration prior on every row): the standard error is
+        then inf and the interval ``[0, 1]``.
     calibration_rows_ : float or None
         ``calibration_rows``, or the calibration weight read from the model; None when
         unknown.
@@ -419,13 +421,15 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             np.diag(prior_covariance(proba, self.train_prior_, self.prior_em_, weights)), 0.0
         )
         ratio = rows / self.calibration_rows_ if self.calibration_rows_ else 0.0
+        # (an infinite variance, a class the rows carry no information on, times 0 is 0)
+        extra = variance * ratio if ratio else np.zeros_like(variance)
         if self.posterior_mean:
             slope = likelihood_slope(proba, self.train_prior_, self.prior_em_, weights)
             prior = posterior_mean_priors(
                 prior, np.sqrt(variance * (1.0 + ratio)), slope=slope, target_variance=variance
             )
         self.prior_ = add_pseudo_counts(prior, rows, self.pseudo_count)
-        self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights, variance * ratio)
+        self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights, extra)
         return self
 
     def _target_proba(self, X, sample_weight):
