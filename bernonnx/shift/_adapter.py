@@ -207,7 +207,8 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         variance ``v n / m`` added (``sqrt(se**2 + v n / m)``; zeros for given
         priors). ``v`` is inf for a class the probabilities carry no information on
         (a model predicting its calibration prior on every row): the standard error is
-        then inf and the interval ``[0, 1]``.
+        then inf and the interval ``[0, 1]``, and ``posterior_mean`` leaves that class's
+        estimate where EM left it.
     calibration_rows_ : float or None
         ``calibration_rows``, or the calibration weight read from the model; None when
         unknown.
@@ -425,9 +426,11 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         extra = variance * ratio if ratio else np.zeros_like(variance)
         if self.posterior_mean:
             slope = likelihood_slope(proba, self.train_prior_, self.prior_em_, weights)
-            prior = posterior_mean_priors(
-                prior, np.sqrt(variance * (1.0 + ratio)), slope=slope, target_variance=variance
-            )
+            # a class the target rows carry no information on (an infinite variance:
+            # a model predicting its calibration prior on every row) keeps its
+            # estimate: nothing in the rows moves it, and its interval says so
+            se = np.where(np.isinf(variance), 0.0, np.sqrt(variance * (1.0 + ratio)))
+            prior = posterior_mean_priors(prior, se, slope=slope, target_variance=variance)
         self.prior_ = add_pseudo_counts(prior, rows, self.pseudo_count)
         self.prior_interval_, self.prior_se_ = self._bootstrap(proba, weights, extra)
         return self
