@@ -465,4 +465,6 @@ def posterior_mean_priors(prior, se, slope=None, target_variance=None) -> np.nda
     tail = safe / np.maximum(a, 1.0)  # far below 0: mean about se**2 / |center|
     mean = np.where(inside, center + safe * density / np.where(inside, mass, 1.0), tail)
     out = np.where(usable, np.clip(mean, 0.0, 1.0), np.where(se > 0, 0.5, prior))
-    return out / out.sum()
+    total = out.sum()
+    # every mean underflowed to 0 (subnormal standard errors about 0): the estimate
+    return out / total if total > 0 else prior / prior.sum()
