@@ -57,7 +57,7 @@ def check_priors(priors, n_classes: int, name: str, least: float = 0.0) -> np.nd
     impossible forever: no reweighting brings it back), one below ``least``, or a sum
     off 1 by more than :data:`PRIOR_SUM_TOLERANCE` (never renormalised silently: a sum
     of 1.1 is a typo). Priors the probabilities are divided by (a ``train_prior``) pass
-    ``least=``:data:`SMALLEST_DIVISOR_PRIOR`.
+    ``least=SMALLEST_DIVISOR_PRIOR``.
     """
     try:
         values = np.asarray(priors, dtype=np.float64)
