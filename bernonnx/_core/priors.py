@@ -38,7 +38,7 @@ __all__ = [
     "shrink_priors",
 ]
 
-#: Rows per block in :func:`prior_covariance`
+#: Rows per block in :func:`prior_covariance` and :func:`likelihood_slope`
 _COVARIANCE_BLOCK = 65_536
 
 #: How far from 1 a user's priors may sum (float rounding of typed-in decimals).
@@ -255,6 +255,28 @@ def em_priors(
     return (prior[0] if single else prior), n_iter, float(residual.max())
 
 
+def _share_blocks(proba, train_prior, prior, weights=None):
+    """``(share, w, explained)`` for blocks of at most ``_COVARIANCE_BLOCK`` rows, so
+    that the temporaries stay bounded whatever the rows: ``share`` the (block, K)
+    ``l_ik / l_i`` with ``l_ik = p(k | x_i) / train_prior_k`` and
+    ``l_i = sum_k l_ik prior_k`` (0 in a row no class explains, ``l_i = 0``), ``w`` the
+    block's weights (None without ``weights``), ``explained`` where ``l_i > 0``. The
+    gradient of each row's log likelihood in the priors, which :func:`prior_covariance`
+    and :func:`likelihood_slope` both sum."""
+    proba = np.asarray(proba, dtype=np.float64)
+    train_prior = np.asarray(train_prior, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
+    weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+    for start in range(0, len(proba), _COVARIANCE_BLOCK):
+        rows = slice(start, start + _COVARIANCE_BLOCK)
+        scaled = proba[rows] / train_prior  # (block, K)
+        mix = scaled @ prior
+        explained = mix > 0
+        share = np.zeros_like(scaled)
+        np.divide(scaled, mix[:, None], out=share, where=explained[:, None])
+        yield share, None if weights is None else weights[rows], explained
+
+
 def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
     """Asymptotic covariance of the maximum-likelihood priors ``prior`` (K, K).
 
@@ -265,21 +287,10 @@ def prior_covariance(proba, train_prior, prior, weights=None) -> np.ndarray:
     direction without information moves (its information 0 to rounding) gets an
     infinite variance on the diagonal.
     """
-    proba = np.asarray(proba, dtype=np.float64)
-    train_prior = np.asarray(train_prior, dtype=np.float64)
-    prior = np.asarray(prior, dtype=np.float64)
-    k = proba.shape[1]
+    k = np.shape(proba)[1]
     info = np.zeros((k, k))
-    # a block of rows at a time: the temporaries stay bounded whatever the rows
-    for start in range(0, len(proba), _COVARIANCE_BLOCK):
-        rows = slice(start, start + _COVARIANCE_BLOCK)
-        scaled = proba[rows] / train_prior  # (block, K)
-        mix = scaled @ prior
-        grad = np.divide(scaled, mix[:, None], out=np.zeros_like(scaled), where=mix[:, None] > 0)
-        if weights is None:
-            info += grad.T @ grad
-        else:
-            info += (grad * np.asarray(weights, dtype=np.float64)[rows, None]).T @ grad
+    for grad, w, _ in _share_blocks(proba, train_prior, prior, weights):
+        info += (grad if w is None else grad * w[:, None]).T @ grad
     basis = np.eye(k)[:, :-1] - np.eye(k)[:, -1:]  # (K, K-1): directions summing to 0
     values, vectors = np.linalg.eigh(basis.T @ info @ basis)
     # a direction the rows carry no information on (probabilities that cannot tell the
@@ -396,21 +407,11 @@ def likelihood_slope(proba, train_prior, prior, weights=None) -> np.ndarray:
     the floor it is negative, and the steeper, the surer the rows are that the class
     is absent (it does not shrink with the rows' number as a standard error does).
     """
-    proba = np.asarray(proba, dtype=np.float64)
-    train_prior = np.asarray(train_prior, dtype=np.float64)
-    prior = np.asarray(prior, dtype=np.float64)
-    out = np.zeros(proba.shape[1])
-    for start in range(0, len(proba), _COVARIANCE_BLOCK):
-        rows = slice(start, start + _COVARIANCE_BLOCK)
-        scaled = proba[rows] / train_prior
-        mix = scaled @ prior
-        share = np.divide(scaled, mix[:, None], out=np.zeros_like(scaled), where=mix[:, None] > 0)
+    out = np.zeros(np.shape(proba)[1])
+    for share, w, explained in _share_blocks(proba, train_prior, prior, weights):
         # a row no class explains adds nothing, as in the EM step
-        share -= (mix > 0)[:, None]
-        if weights is None:
-            out += share.sum(axis=0)
-        else:
-            out += np.asarray(weights, dtype=np.float64)[rows] @ share
+        share -= explained[:, None]
+        out += share.sum(axis=0) if w is None else w @ share
     return out
 
 

@@ -416,12 +416,14 @@ class PriorShiftAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ratios = likelihood_ratios(proba, self.train_prior_, prior, weights)
             prior = shrink_by_likelihood(prior, self.train_prior_, ratios, self.shrinkage)
         rows = float(len(proba) if weights is None else weights.sum())
-        # the Fisher variance of the estimate, and the share of it the calibration rows
-        # add: both posterior_mean and the interval read them
-        variance = np.maximum(
-            np.diag(prior_covariance(proba, self.train_prior_, self.prior_em_, weights)), 0.0
-        )
         ratio = rows / self.calibration_rows_ if self.calibration_rows_ else 0.0
+        # the Fisher variance of the estimate, and the share of it the calibration rows
+        # add: posterior_mean reads the one, the interval the other (a pass over the
+        # rows, skipped where neither is wanted)
+        variance = np.zeros(len(self.prior_em_))
+        if self.posterior_mean or (ratio and self.n_bootstrap):
+            covariance = prior_covariance(proba, self.train_prior_, self.prior_em_, weights)
+            variance = np.maximum(np.diag(covariance), 0.0)
         # (an infinite variance, a class the rows carry no information on, times 0 is 0)
         extra = variance * ratio if ratio else np.zeros_like(variance)
         if self.posterior_mean:
