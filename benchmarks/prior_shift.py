@@ -98,7 +98,7 @@ def arms(multiclass: bool) -> dict:
     return out
 
 
-class _Lookup(ClassifierMixin, BaseEstimator):
+class PoolLookup(ClassifierMixin, BaseEstimator):
     """A fitted classifier whose input is a row's position in the test pool and whose
     output the frozen base model's probabilities there: QuaPy's methods then run on the
     same probabilities as ours without scoring the same rows again for every draw."""
@@ -194,8 +194,8 @@ def run_case(table, model, multiclass, args, rng):
     train_prior = class_prior(y_cal, n_classes)
     base_pool = base.predict_proba(X_pool)
     pool_idx = np.arange(len(y_pool))[:, None]
-    lookup = _Lookup(base_pool, np.arange(n_classes))
-    cal_lookup = _Lookup(base.predict_proba(X_cal), np.arange(n_classes))
+    lookup = PoolLookup(base_pool, np.arange(n_classes))
+    cal_lookup = PoolLookup(base.predict_proba(X_cal), np.arange(n_classes))
     # QuaPy's methods fitted on the calibration rows with the frozen base model
     quapy = {}
     for name, cls in (("EMQ", EMQ), ("ACC", ACC), ("PACC", PACC)):
@@ -205,19 +205,17 @@ def run_case(table, model, multiclass, args, rng):
         quapy[name] = q
     cal_pred = np.argmax(cal_lookup.proba, axis=1)
 
-    pool, fitted, lookups = {}, {}, {}
+    pool, fitted = {}, {}
     candidates = arms(multiclass)
     if args.quick:  # a smoke run: the default calibrator (the first) and none
         candidates = {k: v for i, (k, v) in enumerate(candidates.items()) if i == 0 or v is None}
     for name, cal in candidates.items():
         if cal is None:
             pool[name] = base_pool
-            lookups[name] = _Lookup(base_pool, np.arange(n_classes))
             continue
         clf = CalibratedClassifier(frozen, cal).fit(X_cal, y_cal)
         fitted[name] = clf
         pool[name] = clf.predict_proba(X_pool)
-        lookups[name] = _Lookup(pool[name], np.arange(n_classes))
         train_prior_cal = clf.calibration_prior_
         assert np.allclose(train_prior_cal, train_prior)
 
@@ -237,20 +235,20 @@ def run_case(table, model, multiclass, args, rng):
             row["ae_BBSE"] = float(np.mean(np.abs(est - truth)))
             for name, proba in pool.items():
                 p = proba[idx]
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    raw, _, _ = em_priors(p, train_prior)
                 # the priors PriorShiftAdapter adapts to with its defaults (prior_: the
                 # posterior mean given EM's standard error, one row added per class), on
                 # the same probabilities; the calibration rows widen the standard error
-                # as they do for a CalibratedClassifier
-                adapter = PriorShiftAdapter(
-                    lookups[name],
-                    train_prior=train_prior,
-                    calibration_rows=None if name == "none" else float(len(y_cal)),
-                    n_bootstrap=0,
-                ).fit(pool_idx[idx])
-                est = adapter.prior_
+                # as they do for a CalibratedClassifier. Its prior_em_ is EM's own
+                # estimate (em_priors with its defaults, on these rows)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    adapter = PriorShiftAdapter(
+                        PoolLookup(proba, np.arange(n_classes)),  # the rows by position
+                        train_prior=train_prior,
+                        calibration_rows=None if name == "none" else float(len(y_cal)),
+                        n_bootstrap=0,
+                    ).fit(pool_idx[idx])
+                raw, est = adapter.prior_em_, adapter.prior_
                 row[f"ae_{name}"] = float(np.mean(np.abs(est - truth)))
                 row[f"ae_raw_{name}"] = float(np.mean(np.abs(raw - truth)))
                 yy = y_pool[idx]

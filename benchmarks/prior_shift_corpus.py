@@ -42,7 +42,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.frozen import FrozenEstimator
@@ -55,6 +54,7 @@ from sklearn.preprocessing import LabelEncoder, OneHotEncoder, StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR  # noqa: E402
+from benchmarks.prior_shift import PoolLookup, bbse  # noqa: E402 - one copy for both
 from bernonnx import CalibratedClassifier, PriorShiftAdapter  # noqa: E402
 from bernonnx._core.priors import (  # noqa: E402
     adapt_proba,
@@ -235,45 +235,13 @@ def draw(y_pool, prior, n, rng) -> np.ndarray:
     return np.concatenate(picked)
 
 
-class _Lookup(ClassifierMixin, BaseEstimator):
-    """A fitted 'classifier' reading precomputed probabilities by row position: the
-    adapter and QuaPy's methods then run on the very probabilities the cache holds."""
-
-    def __init__(self, proba=None):
-        self.proba = proba
-
-    @property
-    def classes_(self):
-        return np.arange(self.proba.shape[1])
-
-    def __sklearn_is_fitted__(self):
-        return True
-
-    def fit(self, X, y=None):
-        return self
-
-    def predict_proba(self, X):
-        return self.proba[np.asarray(X, dtype=np.int64).ravel()]
-
-
-def bbse(cal_pred, y_cal, target_pred, k):
-    """Black-box shift estimation (Lipton, Wang & Smola 2018), hard predictions."""
-    C = np.zeros((k, k))
-    np.add.at(C, (cal_pred, y_cal), 1.0)
-    C /= len(y_cal)
-    mu = np.bincount(target_pred, minlength=k) / len(target_pred)
-    w = np.linalg.lstsq(C, mu, rcond=None)[0]
-    prior = np.maximum(w * np.bincount(y_cal, minlength=k) / len(y_cal), 0.0)
-    return prior / prior.sum() if prior.sum() > 0 else np.full(k, 1.0 / k)
-
-
 def quapy_methods(d: dict, binary: bool) -> dict:
     """QuaPy's aggregative methods fitted on the calibration rows' base probabilities."""
     from quapy.method.aggregative import ACC, EMQ, PACC, DMy, HDy
 
     k = d["base_cal"].shape[1]
     P, y = d["base_cal"], d["y_cal"]
-    lookup = _Lookup(P)
+    lookup = PoolLookup(P, np.arange(k))
     out = {}
     emq = EMQ(lookup, fit_classifier=False)
     emq.train_prevalence = class_prior(y, k)
@@ -385,7 +353,7 @@ def run_case(name: str, model: str, task: str, cache: Path) -> list[dict]:
     tau_bcts = np.asarray(bcts.train_prevalence, dtype=float)
     tau_labels = class_prior(d["y_cal"], k)
     cal_pred = d["base_cal"].argmax(1)
-    lookup = _Lookup(d["cal_pool"])
+    lookup = PoolLookup(d["cal_pool"], np.arange(k))
     rng = np.random.default_rng(zlib.crc32(f"{name}-{model}".encode()))
     rows = []
     for size in SIZES:
