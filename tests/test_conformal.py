@@ -30,6 +30,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from benchmarks._realdata import DATASETS, DEFAULT_DATA_DIR
+from benchmarks.conformal import _Prefit as MapieView  # the benchmark's MAPIE wrapper
 from bernonnx import (
     CalibratedClassifier,
     ConformalClassifier,
@@ -139,7 +140,7 @@ def test_sets_equal_mapie_on_every_row(credit, digits, score, randomized):
             model, confidence=0.9, score=score, randomized=randomized, random_state=3
         ).fit(Xc, yc)
         mapie = SplitConformalClassifier(
-            _MapieView(model),
+            MapieView(model),
             confidence_level=0.9,
             conformity_score=score,
             prefit=True,
@@ -160,7 +161,7 @@ def test_deterministic_sets_no_larger_than_mapies(digits, score):
 
     model, (Xc, yc), (Xt, yt) = digits
     mapie = SplitConformalClassifier(
-        _MapieView(model),
+        MapieView(model),
         confidence_level=0.9,
         conformity_score=score,
         prefit=True,
@@ -173,28 +174,6 @@ def test_deterministic_sets_no_larger_than_mapies(digits, score):
         assert np.all(found <= theirs)
     assert found.sum(axis=1).mean() <= theirs.sum(axis=1).mean()
     assert coverage(found, yt, model.classes_) >= 0.9 - 0.04
-
-
-class _MapieView:
-    """A fitted model as MAPIE's fitted-model probe accepts it (it feeds a numpy row of
-    zeros to any model with ``n_features_in_``; a ColumnTransformer on names refuses)."""
-
-    _estimator_type = "classifier"
-
-    def __init__(self, model):
-        self.model, self.classes_, self.is_fitted = model, model.classes_, True
-
-    def __sklearn_tags__(self):
-        return self.model.__sklearn_tags__()
-
-    def get_params(self, deep=True):
-        return {"model": self.model}
-
-    def predict_proba(self, X):
-        return self.model.predict_proba(X)
-
-    def predict(self, X):
-        return self.model.predict(X)
 
 
 # ----------------------------------------------------------------- coverage
