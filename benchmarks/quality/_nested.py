@@ -27,84 +27,16 @@ the library's multiclass default, ``TemperatureBernsteinCalibrator(scaling="sms"
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit
 
 from bernonnx import BernsteinCalibrator
+from bernonnx._core.increasing import FAMILIES, IncreasingLogistic, row_loss
 from bernonnx._core.points import fold_of
 
-FAMILIES = ("affine", "beta", "quadratic")
 EPS = np.finfo(np.float64).eps
-
-
-def row_loss(y, eta):
-    """Per-row log loss of log-odds ``eta``."""
-    return np.logaddexp(0.0, eta) - y * eta
-
-
-def _softplus(x):
-    return np.logaddexp(0.0, x)
-
-
-class _Increasing:
-    """Logistic regression ``c + F(t) @ w``, ``w >= 0``, on non-decreasing features ``F``."""
-
-    def __init__(self, family):
-        self.family = family
-
-    def _features(self, t):
-        if self.family == "affine":
-            return t[:, None]
-        if self.family == "beta":
-            return np.stack([-_softplus(-t), _softplus(t)], axis=1)
-        u = self._squash(t)
-        lo, hi = self.range_
-        uc = np.clip(u, lo, hi)
-        h = (uc - lo) ** 2 / (2.0 * (hi - lo))  # h'(lo) = 0, h'(hi) = 1
-        g = (uc - lo) - h  # g'(lo) = 1, g'(hi) = 0
-        return np.stack([g + np.minimum(u - lo, 0.0), h + np.maximum(u - hi, 0.0)], axis=1)
-
-    def _squash(self, t):
-        u = (t - self.centre_) / self.scale_
-        a = np.abs(u)
-        return np.where(a > 4.0, np.sign(u) * (4.0 + np.log1p(np.maximum(a - 4.0, 0.0))), u)
-
-    def fit(self, t, y):
-        if self.family == "quadratic":
-            q25, q50, q75 = np.percentile(t, [25, 50, 75])
-            self.centre_, self.scale_ = q50, max(q75 - q25, 1e-12)
-            u = self._squash(t)
-            self.range_ = (u.min(), max(u.max(), u.min() + 1e-9))
-        F = self._features(t)
-        self.norm_ = np.maximum(F.std(axis=0), 1e-300)
-        Fn = (F - F.mean(axis=0)) / self.norm_
-        self.mean_ = F.mean(axis=0)
-        X = np.hstack([np.ones((F.shape[0], 1)), Fn])
-        n = X.shape[0]
-
-        def objective(w):
-            eta = X @ w
-            p = expit(eta)
-            return row_loss(y, eta).sum() / n, X.T @ (p - y) / n
-
-        bounds = [(None, None)] + [(0.0, None)] * Fn.shape[1]
-        w0 = np.zeros(X.shape[1])
-        w0[0] = np.log((y.mean() + 1e-9) / (1 - y.mean() + 1e-9))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = minimize(
-                objective, w0, jac=True, method="L-BFGS-B", bounds=bounds,
-                options={"maxiter": 500, "gtol": 1e-10, "ftol": 1e-14},
-            )  # fmt: skip
-        self.w_ = res.x
-        return self
-
-    def log_odds(self, t):
-        F = (self._features(t) - self.mean_) / self.norm_
-        return self.w_[0] + F @ self.w_[1:]
+#: the library's parametric maps (``StackedCalibrator``'s members), the study's since 2026-12
+_Increasing = IncreasingLogistic
 
 
 def _oof(make, t, y, folds):
