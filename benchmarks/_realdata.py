@@ -322,6 +322,9 @@ OUTCOMES = ("exact", "off", "refused", "error")
 
 #: The registry calibrators a cell can name besides the default Bernstein one.
 CALIBRATIONS = ("beta", "quadratic-scaling", "venn-abers")
+#: registry calibrators a cell may name that the quick cells do not loop over (their own
+#: test module runs a few cells: ``tests/test_stacked.py``)
+OTHER_CALIBRATIONS = ("stack",)
 
 
 def calibration_options(calibration: str) -> dict:
@@ -368,7 +371,7 @@ class Cell:
             ("data", DATA),
             ("dtype", tuple(EXPORT_DTYPES)),
             ("mode", ("prefit", "kfold")),
-            ("calibration", ("default", "log_odds", *CALIBRATIONS)),
+            ("calibration", ("default", "log_odds", *CALIBRATIONS, *OTHER_CALIBRATIONS)),
         ):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"{field} must be one of {allowed}, got {getattr(self, field)!r}")

@@ -170,7 +170,8 @@ class _ScoreCalibrator(OneScoreMixin, ClassifierMixin, BaseEstimator):
     """
 
     def _positive_proba(self, X):
-        self._refit_if_stale()  # partial_fit's lazy fit (bernonnx._base.PartialFitMixin)
+        # partial_fit's lazy fit (bernonnx._base.PartialFitMixin), where there is one
+        getattr(self, "_refit_if_stale", lambda: None)()
         check_is_fitted(self)
         s = predict_scores(self, X)
         # evaluated in float64 (a float32 score is exact in float64), then cast back

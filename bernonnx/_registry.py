@@ -185,6 +185,18 @@ CALIBRATORS: tuple[Entry, ...] = (
         interval="bernonnx.converters.venn_abers:emit_venn_abers_interval",
     ),
     Entry(
+        "bernonnx.calibrators.stacked:StackedCalibrator",
+        "bernonnx.converters.stacked:emit_stacked",
+        (
+            Variant(
+                "stack",
+                "StackedCalibrator(): affine, Beta and quadratic scaling of the log-odds, "
+                "Bernstein and Venn-Abers, stacked on their 5-fold out-of-fold log-odds",
+                aliases=("stacked",),
+            ),
+        ),
+    ),
+    Entry(
         "bernonnx.calibrators.isotonic:IsotonicCalibrator",
         "bernonnx.converters.isotonic:emit_isotonic",
         (Variant("isotonic", "IsotonicCalibrator(): isotonic regression"),),

@@ -56,6 +56,7 @@ LAYERS = {
     "bernonnx._core.pav": CORE,
     "bernonnx._core.sigmoid": CORE,
     "bernonnx._core.logistic": CORE,
+    "bernonnx._core.increasing": CORE,
     "bernonnx._core.priors": CORE,
     "bernonnx._core.affine_softmax": CORE,
     "bernonnx._core.scale": CORE,

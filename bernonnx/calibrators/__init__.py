@@ -19,6 +19,8 @@ One score of a binary problem (``(n,)`` or ``(n, 1)`` scores; with more classes,
 ``quadratic``                 :class:`~bernonnx.QuadraticScalingCalibrator`
 ``venn_abers``                :class:`~bernonnx.VennAbersCalibrator` (inductive
                               Venn-Abers, with ``predict_interval``)
+``stacked``                   :class:`~bernonnx.StackedCalibrator`, the five maps above
+                              stacked on their out-of-fold log-odds
 ``isotonic``                  :class:`~bernonnx.IsotonicCalibrator`
 ``histogram``                 :class:`~bernonnx.HistogramCalibrator`,
                               :class:`~bernonnx.PlattHistogramCalibrator`
@@ -53,6 +55,7 @@ from .isotonic import IsotonicCalibrator
 from .multivariate import MultivariateBernsteinCalibrator
 from .platt import PlattCalibrator
 from .quadratic import QuadraticScalingCalibrator
+from .stacked import StackedCalibrator
 from .temperature import (
     MatrixScalingCalibrator,
     StructuredMatrixScalingCalibrator,
@@ -73,6 +76,7 @@ __all__ = [
     "PlattCalibrator",
     "PlattHistogramCalibrator",
     "QuadraticScalingCalibrator",
+    "StackedCalibrator",
     "StructuredMatrixScalingCalibrator",
     "StructuredVectorScalingCalibrator",
     "TemperatureBernsteinCalibrator",

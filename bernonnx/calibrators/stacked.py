@@ -1,0 +1,261 @@
+"""Stacking of five monotone maps of one score: affine, Beta and quadratic scaling of the
+log-odds, the Bernstein polynomial and Venn-Abers, combined by a logistic regression with
+non-negative weights on their out-of-fold log-odds.
+
+The rule the corpus study (``benchmarks/quality/corpus_study.py``, ``stack-noid``) chose
+on its tuning tables. The ONNX converter (``converters/stacked.py``) emits the formula
+``predict_proba`` evaluates (see the Notes).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from bernonnx._base import SourceFitMixin, _ScoreCalibrator
+from bernonnx._core.increasing import FAMILIES, IncreasingLogistic, row_loss
+from bernonnx._core.points import fold_of
+from bernonnx._validation import StrOptions, _fit_context
+
+from ._input import check_range, resolve_input
+from .bernstein import BernsteinCalibrator
+from .venn_abers import VennAbersCalibrator
+
+__all__ = ["StackedCalibrator"]
+
+#: float64's epsilon: probability scores and the members' probabilities are clipped to
+#: ``[EPS, 1 - EPS]`` before their log-odds are taken (as the ``betacal`` package)
+EPS = float(np.finfo(np.float64).eps)
+#: the members, in the order of ``weights_``
+MEMBERS = (*FAMILIES, "bernstein", "venn-abers")
+N_FOLDS = 5
+
+
+def clipped_logit(p: np.ndarray) -> np.ndarray:
+    """``log(c) - log(1 - c)`` of ``c = min(max(p, EPS), 1 - EPS)`` (the graph's Clip,
+    Log, Sub; ``1 - c`` as written there)."""
+    c = np.minimum(np.maximum(p, EPS), 1.0 - EPS)
+    return np.log(c) - np.log(1.0 - c)
+
+
+#: the members' log-odds are clipped to those of ``[EPS, 1 - EPS]``
+LOGIT_LO, LOGIT_HI = (
+    float(clipped_logit(np.array([0.0]))[0]),
+    float(clipped_logit(np.array([1.0]))[0]),
+)
+
+
+def stack_weights(E: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Intercept and non-negative weights of the weighted logistic regression of ``y`` on
+    the columns of ``E`` (L-BFGS-B from equal weights ``1 / k``)."""
+    n, k = E.shape
+    X = np.hstack([np.ones((n, 1)), E])
+    total = float(w.sum())
+
+    def objective(theta):
+        eta = X @ theta
+        return (w @ row_loss(y, eta)) / total, X.T @ (w * (expit(eta) - y)) / total
+
+    theta = np.zeros(k + 1)
+    theta[1:] = 1.0 / k
+    with warnings.catch_warnings():
+        # exp overflow at the line search's trial points is harmless (a huge loss)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = minimize(objective, theta, jac=True, method="L-BFGS-B",
+                       bounds=[(None, None)] + [(0.0, None)] * k)  # fmt: skip
+    return res.x
+
+
+class StackedCalibrator(SourceFitMixin, _ScoreCalibrator):
+    r"""Stacking of five monotone maps: affine, Beta and quadratic scaling of the
+    log-odds, the Bernstein polynomial and Venn-Abers.
+
+    Each member is fitted on the same 5 folds of the rows (a hash of the row
+    position, the Bernstein degree search's folds) for its out-of-fold log-odds,
+    and once on every row. A logistic regression of the label on the members'
+    out-of-fold log-odds, with non-negative weights and a free intercept, gives
+    the combination, applied to the members' full fits. Where one member's map
+    is right, the stack can put its weight there; where none is, it mixes them.
+    Non-decreasing in the score: every member is, and the weights are
+    non-negative (strictly increasing when a strictly increasing member, the
+    Bernstein polynomial or a parametric map with a positive slope, has a
+    positive weight).
+
+    Parameters
+    ----------
+    input : {"auto", "proba", "logits"}, default="auto"
+        What the scores are, as :class:`~bernonnx.BetaCalibrator` reads them:
+        ``"proba"``: probabilities in ``[0, 1]``, whose log-odds (clipped to
+        ``[eps, 1 - eps]``, float64's epsilon) the parametric members read;
+        ``"logits"``: log-odds or decision values, read as they are.
+        ``"auto"``: ``"proba"`` when every fitted score lies in ``[0, 1]``;
+        inside :class:`~bernonnx.CalibratedClassifier` it is set from the
+        scores the classifier gives. The Bernstein and Venn-Abers members read
+        the score itself.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is the positive class.
+    input_ : str
+        ``"proba"`` or ``"logits"``: ``input`` resolved.
+    members_ : dict
+        The members' full fits: ``"affine"``, ``"beta"``, ``"quadratic"``
+        (the parametric maps of ``bernonnx._core.increasing``: ``shape_``,
+        ``mean_``, ``norm_``, ``w_``), ``"bernstein"``
+        (:class:`~bernonnx.BernsteinCalibrator`) and ``"venn-abers"``
+        (:class:`~bernonnx.VennAbersCalibrator`).
+    intercept_ : float
+        The stack's intercept.
+    weights_ : ndarray of shape (5,)
+        The non-negative weights of the members' log-odds, in the order
+        affine, Beta, quadratic, Bernstein, Venn-Abers.
+    oof_log_loss_ : ndarray of shape (5,)
+        Each member's out-of-fold log loss (NaN when the folds could not be
+        used; see the Notes).
+    n_features_in_ : int
+        Always 1.
+
+    Notes
+    -----
+    ``predict_proba`` evaluates, in float64, exactly what the ONNX converter
+    emits::
+
+        t = s (input_ = "logits"), log(c) - log(1 - c) with c = Clip(s, EPS, 1 - EPS)
+        e_m = Clip(eta_m, logit(EPS), logit(1 - EPS))  for each member m, with
+              eta_m = w_m0 + sum_j w_mj (F_mj(t) - mean_mj) / norm_mj   (parametric)
+              eta_m = log(c) - log(1 - c), c = Clip(p_m(s), EPS, 1 - EPS)  (Bernstein,
+                                                                     Venn-Abers)
+        q = Sigmoid(intercept_ + sum_m weights_[m] e_m)
+        predict_proba = [1 - q, q]
+
+    The parametric members minimise the weighted log loss of the 0/1 labels
+    with non-negative slopes; the stack minimises
+
+    .. math::
+
+        \sum_i w_i \left[\log(1 + e^{\eta_i}) - y_i \eta_i\right], \quad
+        \eta_i = c + \sum_m \beta_m e_{m,i}^{\mathrm{oof}}, \quad \beta_m \ge 0.
+
+    When some fold's other rows hold a single class, or there are fewer rows
+    than folds, the out-of-fold fits cannot be made: the Bernstein member alone
+    is used (``weights_ = [0, 0, 0, 1, 0]``, ``intercept_ = 0``). A weight
+    ``k`` enters every loss as ``k`` repeated rows; the folds are those of the
+    rows' positions, so a weighted fit and a repeated one use different folds
+    (as :class:`~bernonnx.BernsteinCalibrator`'s degree search).
+
+    The fit costs the five members' six fits each (about six times the
+    Bernstein calibrator's own fit, which dominates).
+
+    References
+    ----------
+    D. H. Wolpert, "Stacked generalization", Neural Networks 5, 1992.
+    L. Breiman, "Stacked regressions", Machine Learning 24, 1996 (non-negative
+    weights).
+    M. Kull, T. M. Silva Filho and P. Flach, "Beta calibration", AISTATS 2017.
+    V. Vovk, I. Petej and V. Fedorova, "Large-scale probabilistic predictors with
+    and without guarantees of validity", NeurIPS 2015.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bernonnx import StackedCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.normal(size=3000)
+    >>> y = rng.random(3000) < 1 / (1 + np.exp(-(0.5 + 2 * s)))
+    >>> cal = StackedCalibrator().fit(s, y)
+    >>> cal.input_, cal.weights_.shape
+    ('logits', (5,))
+    >>> bool(np.all(np.diff(cal.predict_proba(np.linspace(-4, 4, 50))[:, 1]) >= 0))
+    True
+    """
+
+    _parameter_constraints: dict = {"input": [StrOptions({"auto", "proba", "logits"})]}
+
+    def __init__(self, input="auto"):
+        self.input = input
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the five members and the stack on scores ``X`` and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, 1)
+            Uncalibrated scores: probabilities or log-odds (see ``input``).
+        y : array-like of shape (n_samples,)
+            Two class labels of any type.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights.
+
+        Returns
+        -------
+        self : StackedCalibrator
+        """
+        return self._fit_any(X, y, sample_weight)
+
+    def _fit_source(self, source):
+        raise NotImplementedError(
+            "StackedCalibrator fits in memory only (its out-of-fold fits read the rows "
+            "five times over); compute the scores and fit on numpy arrays"
+        )
+
+    def _log_odds(self, s: np.ndarray) -> np.ndarray:
+        check_range(self, s, self.input_)
+        return s if self.input_ == "logits" else clipped_logit(s)
+
+    def _member_log_odds(self, fitted: dict, s: np.ndarray) -> np.ndarray:
+        """(n, 5) clipped log-odds of the fitted members at scores ``s``."""
+        t = self._log_odds(s)
+        cols = [fitted[f].log_odds(t) for f in FAMILIES]
+        cols += [clipped_logit(fitted[m]._positive_proba(s)) for m in MEMBERS[3:]]
+        return np.clip(np.stack(cols, axis=1), LOGIT_LO, LOGIT_HI)
+
+    @staticmethod
+    def _fit_members(s, t, target, w) -> dict:
+        fitted = {f: IncreasingLogistic(f).fit(t, target, w) for f in FAMILIES}
+        fitted["bernstein"] = BernsteinCalibrator().fit(s, target, w)
+        fitted["venn-abers"] = VennAbersCalibrator().fit(s, target, w)
+        return fitted
+
+    def _fit_rows(self, s, target, w):
+        self.input_ = resolve_input(self, s)
+        t = self._log_odds(s)
+        folds = fold_of(0, s.shape[0], N_FOLDS)
+        usable = s.shape[0] >= N_FOLDS and all(_both(target[folds != k]) for k in range(N_FOLDS))
+        self.members_ = self._fit_members(s, t, target, w)
+        if not usable:
+            self.intercept_, self.weights_ = 0.0, np.array([0.0, 0.0, 0.0, 1.0, 0.0])
+            self.oof_log_loss_ = np.full(len(MEMBERS), np.nan)
+            return self
+        E = np.empty((s.shape[0], len(MEMBERS)))
+        with warnings.catch_warnings():
+            # a fold's member fit may warn where the full fit does not (fewer rows); the
+            # full fits above have shown the user their warnings
+            warnings.simplefilter("ignore")
+            for k in range(N_FOLDS):
+                tr, te = folds != k, folds == k
+                if not te.any():
+                    continue  # a few rows: the hash left this fold empty
+                fold_fit = self._fit_members(s[tr], t[tr], target[tr], w[tr])
+                E[te] = self._member_log_odds(fold_fit, s[te])
+        total = float(w.sum())
+        self.oof_log_loss_ = (w @ row_loss(target[:, None], E)) / total
+        theta = stack_weights(E, target, w)
+        self.intercept_, self.weights_ = float(theta[0]), theta[1:]
+        return self
+
+    def _evaluate(self, s):
+        E = self._member_log_odds(self.members_, s)
+        eta = self.intercept_ + E[:, 0] * self.weights_[0]
+        for m in range(1, E.shape[1]):
+            eta = eta + E[:, m] * self.weights_[m]
+        return expit(eta)
+
+
+def _both(target: np.ndarray) -> bool:
+    """Both classes among ``target``'s rows."""
+    return target.shape[0] > 0 and target.min() != target.max()
