@@ -36,6 +36,7 @@ from bernonnx import (
     MultivariateBernsteinCalibrator,
     PlattCalibrator,
     PlattHistogramCalibrator,
+    StackedCalibrator,
 )
 from bernonnx.deploy import run_onnx
 from bernonnx.export import to_onnx
@@ -176,6 +177,7 @@ GRAPH_CALIBRATORS = {
     "histogram": lambda: HistogramCalibrator(),
     "platt_histogram": lambda: PlattHistogramCalibrator(),
     "multivariate": lambda: MultivariateBernsteinCalibrator(degree=3),
+    "stacked": lambda: StackedCalibrator(),
 }
 
 

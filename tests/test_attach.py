@@ -21,6 +21,7 @@ from bernonnx import (
     BernsteinCalibrator,
     IsotonicCalibrator,
     PlattCalibrator,
+    StackedCalibrator,
     TemperatureCalibrator,
     attach,
 )
@@ -64,7 +65,9 @@ def _check(merged, cal, X, scores, dtype):
     return out
 
 
-@pytest.mark.parametrize("make", [BernsteinCalibrator, PlattCalibrator, IsotonicCalibrator])
+@pytest.mark.parametrize(
+    "make", [BernsteinCalibrator, PlattCalibrator, IsotonicCalibrator, StackedCalibrator]
+)
 def test_binary_column_parity_on_every_row(magic, make):
     onx, X_cal, y_cal, X_test = magic
     cal = make().fit(_scores(onx, X_cal)[:, 1], y_cal)

@@ -203,6 +203,7 @@ def test_compare_cross_validation_defaults_and_plot(run, scores_csv, tmp_path):
         "beta",
         "quadratic-scaling",
         "venn-abers",
+        "stack",
         "isotonic",
         "histogram",
         "platt-histogram",

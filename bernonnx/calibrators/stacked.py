@@ -15,10 +15,10 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from bernonnx._base import SourceFitMixin, _ScoreCalibrator
+from bernonnx._base import _ScoreCalibrator
 from bernonnx._core.increasing import FAMILIES, IncreasingLogistic, row_loss
 from bernonnx._core.points import fold_of
-from bernonnx._validation import StrOptions, _fit_context
+from bernonnx._validation import StrOptions, _fit_context, fit_inputs
 
 from ._input import check_range, resolve_input
 from .bernstein import BernsteinCalibrator
@@ -69,7 +69,7 @@ def stack_weights(E: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return res.x
 
 
-class StackedCalibrator(SourceFitMixin, _ScoreCalibrator):
+class StackedCalibrator(_ScoreCalibrator):
     r"""Stacking of five monotone maps: affine, Beta and quadratic scaling of the
     log-odds, the Bernstein polynomial and Venn-Abers.
 
@@ -195,13 +195,9 @@ class StackedCalibrator(SourceFitMixin, _ScoreCalibrator):
         -------
         self : StackedCalibrator
         """
-        return self._fit_any(X, y, sample_weight)
-
-    def _fit_source(self, source):
-        raise NotImplementedError(
-            "StackedCalibrator fits in memory only (its out-of-fold fits read the rows "
-            "five times over); compute the scores and fit on numpy arrays"
-        )
+        # in memory only (its out-of-fold fits read the rows six times over): no
+        # _fit_source, so the command line does not offer it for streamed files
+        return self._fit_rows(*fit_inputs(self, X, y, sample_weight))
 
     def _log_odds(self, s: np.ndarray) -> np.ndarray:
         check_range(self, s, self.input_)
