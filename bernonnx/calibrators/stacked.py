@@ -3,7 +3,7 @@ log-odds, the Bernstein polynomial and Venn-Abers, combined by a logistic regres
 non-negative weights on their out-of-fold log-odds.
 
 The rule the corpus study (``benchmarks/quality/corpus_study.py``, ``stack-noid``) chose
-on its tuning tables. The ONNX converter (``converters/stacked.py``) emits the formula
+on its tuning tables, before its reporting tables were looked at. The ONNX converter (``converters/stacked.py``) emits the formula
 ``predict_proba`` evaluates (see the Notes).
 """
 
@@ -147,8 +147,12 @@ class StackedCalibrator(_ScoreCalibrator):
     rows' positions, so a weighted fit and a repeated one use different folds
     (as :class:`~bernonnx.BernsteinCalibrator`'s degree search).
 
-    The fit costs the five members' six fits each (about six times the
-    Bernstein calibrator's own fit, which dominates).
+    The parametric members are fitted without a penalty, as the rule was
+    chosen: where the score separates the calibration rows without error, their
+    slopes grow until the solver stops, and a later row on the wrong side of
+    the gap can get a probability near float64's epsilon (the corpus study's
+    results page shows such a case). The fit costs each member six fits, about
+    eight times :class:`~bernonnx.BernsteinCalibrator`'s in that study.
 
     References
     ----------
