@@ -26,7 +26,9 @@ M_TARGET_PEERS = (
     "SMS", "SVS", "matrix scaling", "vector scaling", "temperature scaling", "uncalibrated",
 )  # fmt: skip
 B_OURS = ("default", "Platt (ours)", "Beta (ours)", "quadratic (ours)", "Venn-Abers (ours)",
-          "isotonic (ours)")  # fmt: skip
+          "isotonic (ours)", "stack (ours)")  # fmt: skip
+#: the chosen rule as the library ships it (``StackedCalibrator``): ``stack-noid``
+SHIPPED_RULE = "stack (ours)"
 B_FIELD = ("uncalibrated", "sklearn sigmoid", "sklearn isotonic", "sklearn temperature",
            *mt.BINARY_PEERS, *B_OURS)  # fmt: skip
 M_OURS = ("default", "temperature (ours)", "vector (ours)", "matrix (ours)", "SVS (ours)",
@@ -268,8 +270,11 @@ def render(fits, args):
         models = ISSUE_MODELS if binary else MC_MODELS
         chosen = None
         if binary:
+            # the rules are chosen and ranked in the field without the shipped rule, whose
+            # twin among them would split its ranks
+            rule_field = tuple(m for m in field if m != SHIPPED_RULE)
             tune = [stats[(t, m)] for t in ct.BINARY_TUNING for m in models if (t, m) in stats]
-            chosen, choice_table = choose_rule(tune, field, peers)
+            chosen, choice_table = choose_rule(tune, rule_field, peers)
         metrics_ = ("log loss",) if binary else ("log loss", "smooth ECE")
         split = {
             "tuning": ct.BINARY_TUNING if binary else ct.MULTICLASS_TUNING,
@@ -296,22 +301,35 @@ def render(fits, args):
             # every rule on the tuning tables; on the reporting tables only the chosen one
             # post-hoc rules (written after the reporting tables were seen) are shown
             # apart and never chosen
-            extras = () if not binary else rules.RULES if part == "tuning" else (chosen,)
+            # on the tuning tables every rule, in the field without the shipped one; on the
+            # reporting tables the chosen rule as the library ships it (StackedCalibrator,
+            # in the field) when it is the shipped one, else the chosen rule
+            part_field, extras, ours = field, (), ("default",)
+            if binary and part == "tuning":
+                part_field, extras = rule_field, rules.RULES
+                ours = ("default", chosen)
+            elif binary:
+                shipped = chosen == "stack-noid"
+                part_field = field if shipped else rule_field
+                extras = () if shipped else (chosen,)
+                ours = ("default", SHIPPED_RULE if shipped else chosen)
             extras += rules.POST_HOC if binary else ()
-            ours = ("default",) if not binary else ("default", chosen, *rules.POST_HOC)
+            ours += rules.POST_HOC if binary else ()
             lines += [f"### {kind.capitalize()}, {part} tables ({len(sl)} cases)", ""]
+            if binary and SHIPPED_RULE in ours:
+                lines += [_twin_note(fits), ""]
             for o in ours:
-                fails = verdict(sl, o, field, peers, metrics_, min_wins=binary)
+                fails = verdict(sl, o, part_field, peers, metrics_, min_wins=binary)
                 status = "targets met" if not fails else "not met: " + "; ".join(fails)
                 lines += [f"- **{o}**: {status}."]
-            lines += ["", rank_table(sl, field, extras, ece=not binary), ""]
+            lines += ["", rank_table(sl, part_field, extras, ece=not binary), ""]
             for metric in metrics_:
                 lines += [f"Head to head in {metric} (a loss: worse than the peer by more "
                           f"than 2 or 3 bootstrap standard errors):", ""]  # fmt: skip
                 lines += [h2h_table(sl, ours, peers, metric), ""]
             lines += ["Per table (ranks in the field over its base models; losses against "
                       "the target peers, log loss):", ""]  # fmt: skip
-            lines += [per_table(stats, tables, models, field, ours, peers), ""]
+            lines += [per_table(stats, tables, models, part_field, ours, peers), ""]
             for o in ours:
                 for metric in metrics_:
                     note = "" if not binary else (
@@ -335,3 +353,19 @@ def render(fits, args):
                   "calibration and test rows; the peers read cached probabilities.", "",
                   time_table(fits, kind, timed), ""]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _twin_note(fits):
+    """How far the shipped stack's test probabilities are from the study's rule."""
+    gaps = [
+        float(np.max(np.abs(probs["stack (ours)"] - probs["stack-noid"])))
+        for (kind, _, _), runs in fits.items()
+        if kind == "binary"
+        for probs, *_ in runs
+    ]
+    return (
+        f"`{SHIPPED_RULE}` is `StackedCalibrator()` fitted as `CalibratedClassifier` fits it: "
+        "the chosen rule `stack-noid` as the library ships it. Its test probabilities equal "
+        f"the rule's within {max(gaps):.1e} on every fit ({len(gaps)} fits; median "
+        f"{np.median(gaps):.1e}), so the rule itself is not shown again here."
+    )
