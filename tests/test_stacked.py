@@ -232,3 +232,29 @@ def test_calibrated_classifier_tells_the_stack_what_its_scores_are():
         # the meta-estimator's probabilities are the stack's on the model's scores
         s = model.decision_function(X) if kind == "logits" else model.predict_proba(X)[:, 1]
         np.testing.assert_array_equal(p, pair.calibrators[0].predict_proba(s)[:, 1])
+
+
+def test_separated_rows_get_the_bound_not_zero_or_one():
+    # kr_vs_kp-like: the score separates the calibration rows without error, so the
+    # unpenalised members and stacking weights run away; the bound keeps a later row on
+    # the wrong side of the gap at sigmoid(-15), in Python and in the graph
+    rng = np.random.default_rng(9)
+    s = np.r_[rng.normal(-3.0, 1.0, 400), rng.normal(3.0, 1.0, 400)]
+    y = np.r_[np.zeros(400), np.ones(400)].astype(int)
+    s[y == 0] = np.minimum(s[y == 0], -0.5)
+    s[y == 1] = np.maximum(s[y == 1], 0.5)
+    bounded = StackedCalibrator().fit(s, y)
+    free = StackedCalibrator(logit_bound=np.inf).fit(s, y)
+    grid = np.linspace(-20, 20, 401)
+    p = bounded.predict_proba(grid)[:, 1]
+    assert p.min() == expit(-15.0) and p.max() == expit(15.0)
+    q = free.predict_proba(grid)[:, 1]
+    assert q.min() < expit(-15.0) and q.max() > expit(15.0)  # what the bound prevents
+    inside = (q > expit(-15.0)) & (q < expit(15.0))
+    np.testing.assert_array_equal(p[inside], q[inside])
+    onx = to_onnx(bounded, grid[:2, None])
+    np.testing.assert_allclose(
+        run_onnx(onx, grid[:, None])[1], bounded.predict_proba(grid), atol=1e-12, rtol=0
+    )
+    with pytest.raises(ValueError, match="logit_bound"):
+        StackedCalibrator(logit_bound=0.0).fit(s, y)

@@ -3,13 +3,15 @@ log-odds, the Bernstein polynomial and Venn-Abers, combined by a logistic regres
 non-negative weights on their out-of-fold log-odds.
 
 The rule the corpus study (``benchmarks/quality/corpus_study.py``, ``stack-noid``) chose
-on its tuning tables, before its reporting tables were looked at. The ONNX converter (``converters/stacked.py``) emits the formula
-``predict_proba`` evaluates (see the Notes).
+on its tuning tables, before its reporting tables were looked at, with the default's bound
+on the log-odds (``logit_bound``). The ONNX converter (``converters/stacked.py``) emits the
+formula ``predict_proba`` evaluates (see the Notes).
 """
 
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 
 import numpy as np
 from scipy.optimize import minimize
@@ -18,7 +20,7 @@ from scipy.special import expit
 from bernonnx._base import _ScoreCalibrator
 from bernonnx._core.increasing import FAMILIES, IncreasingLogistic, row_loss
 from bernonnx._core.points import fold_of
-from bernonnx._validation import StrOptions, _fit_context, fit_inputs
+from bernonnx._validation import Interval, StrOptions, _fit_context, fit_inputs
 
 from ._input import check_range, resolve_input
 from .bernstein import BernsteinCalibrator
@@ -95,6 +97,13 @@ class StackedCalibrator(_ScoreCalibrator):
         inside :class:`~bernonnx.CalibratedClassifier` it is set from the
         scores the classifier gives. The Bernstein and Venn-Abers members read
         the score itself.
+    logit_bound : float, default=15.0
+        Bound on the stack's log-odds: probabilities stay in ``[sigmoid(-b),
+        sigmoid(b)]`` (3.1e-7 to 1 - 3.1e-7 at 15, the default
+        :class:`~bernonnx.BernsteinCalibrator`'s own ``logit_bound``). Without it,
+        calibration rows the score separates without error let the stacking
+        weights run away, and a later row on the wrong side of the gap gets a
+        probability of exactly 0 or 1. ``numpy.inf`` removes it.
 
     Attributes
     ----------
@@ -129,7 +138,7 @@ class StackedCalibrator(_ScoreCalibrator):
               eta_m = w_m0 + sum_j w_mj (F_mj(t) - mean_mj) / norm_mj   (parametric)
               eta_m = log(c) - log(1 - c), c = Clip(p_m(s), EPS, 1 - EPS)  (Bernstein,
                                                                      Venn-Abers)
-        q = Sigmoid(intercept_ + sum_m weights_[m] e_m)
+        q = Sigmoid(Clip(intercept_ + sum_m weights_[m] e_m, -logit_bound, logit_bound))
         predict_proba = [1 - q, q]
 
     The parametric members minimise the weighted log loss of the 0/1 labels
@@ -147,12 +156,13 @@ class StackedCalibrator(_ScoreCalibrator):
     rows' positions, so a weighted fit and a repeated one use different folds
     (as :class:`~bernonnx.BernsteinCalibrator`'s degree search).
 
-    The parametric members are fitted without a penalty, as the rule was
-    chosen: where the score separates the calibration rows without error, their
-    slopes grow until the solver stops, and a later row on the wrong side of
-    the gap can get a probability near float64's epsilon (the corpus study's
-    results page shows such a case). The fit costs each member six fits, about
-    eight times :class:`~bernonnx.BernsteinCalibrator`'s in that study.
+    The parametric members and the stack are fitted without a penalty, as the
+    rule was chosen: where the score separates the calibration rows without
+    error, their slopes grow until the solver stops, and only ``logit_bound``
+    keeps a later row on the wrong side of the gap from a probability of 0 or
+    1 (it then gets ``sigmoid(-logit_bound)``; the corpus study's results page
+    shows such a case). The fit costs each member six fits, about eight times
+    :class:`~bernonnx.BernsteinCalibrator`'s in that study.
 
     References
     ----------
@@ -177,10 +187,14 @@ class StackedCalibrator(_ScoreCalibrator):
     True
     """
 
-    _parameter_constraints: dict = {"input": [StrOptions({"auto", "proba", "logits"})]}
+    _parameter_constraints: dict = {
+        "input": [StrOptions({"auto", "proba", "logits"})],
+        "logit_bound": [Interval(Real, 0.0, np.inf, closed="right")],
+    }
 
-    def __init__(self, input="auto"):
+    def __init__(self, input="auto", *, logit_bound=15.0):
         self.input = input
+        self.logit_bound = logit_bound
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -253,7 +267,8 @@ class StackedCalibrator(_ScoreCalibrator):
         eta = self.intercept_ + E[:, 0] * self.weights_[0]
         for m in range(1, E.shape[1]):
             eta = eta + E[:, m] * self.weights_[m]
-        return expit(eta)
+        bound = float(self.logit_bound)
+        return expit(np.minimum(np.maximum(eta, -bound), bound))
 
 
 def _both(target: np.ndarray) -> bool:
