@@ -11,7 +11,9 @@ For n = 1e3, 1e4 and 1e5 scores (probabilities ``p ~ U(0, 1)`` with labels
 - ``PlattCalibrator(log_odds=True)`` against ``probmetrics``' ``"affine-scaling"``;
 - ``VennAbersCalibrator()`` against ``venn_abers.VennAbers().fit`` (the ``p0``/``p1``
   tables both compute; ``probmetrics``' ``"ivap"`` defers that work to
-  ``predict_proba``).
+  ``predict_proba``);
+- ``StackedCalibrator()``, the five maps stacked, against ``BernsteinCalibrator()``, the
+  default it is an alternative to (no package computes the stack).
 
 Each time is the best of 3 fits after one warm-up fit. The ratio is ours over theirs
 (below 1: ours is faster). The references are test-only/benchmark dependencies
@@ -28,7 +30,8 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one thread for everyone
 
 import numpy as np  # noqa: E402
 
@@ -36,9 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import fmt_ratio, fmt_time, git_revision, load_average, md_table, time_calls  # noqa: E402
 
 from bernonnx import (  # noqa: E402
+    BernsteinCalibrator,
     BetaCalibrator,
     PlattCalibrator,
     QuadraticScalingCalibrator,
+    StackedCalibrator,
     VennAbersCalibrator,
 )
 
@@ -75,6 +80,12 @@ def _pairs():
             "venn-abers VennAbers",
             lambda p, y: VennAbers().fit(two(p), y),
         ),
+        (
+            "stack",
+            StackedCalibrator,
+            "bernonnx BernsteinCalibrator()",
+            lambda p, y: BernsteinCalibrator().fit(p, y),
+        ),
     ]
 
 
@@ -101,7 +112,9 @@ def main() -> None:
     print("# Binary maps: fit time against the reference packages\n")
     print(
         f"Commit {git_revision()}; load average at the end {load_average()} (1/5/15 min), "
-        f"os.cpu_count() = {os.cpu_count()}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}.\n"
+        f"os.cpu_count() = {os.cpu_count()}, OMP_NUM_THREADS="
+        f"{os.environ['OMP_NUM_THREADS']}, OPENBLAS_NUM_THREADS="
+        f"{os.environ['OPENBLAS_NUM_THREADS']}.\n"
     )
     print(md_table(["method", "n", "bernonnx", "reference", "reference time", "ratio"], rows))
 

@@ -162,8 +162,10 @@ class StackedCalibrator(_ScoreCalibrator):
     error, their slopes grow until the solver stops, and only ``logit_bound``
     keeps a later row on the wrong side of the gap from a probability of 0 or
     1 (it then gets ``sigmoid(-logit_bound)``; the corpus study's results page
-    shows such a case). The fit costs each member six fits, about eight times
-    :class:`~bernonnx.BernsteinCalibrator`'s in that study.
+    shows such a case). The fit costs each member six fits: 12, 20 and 89 times
+    :class:`~bernonnx.BernsteinCalibrator`'s at 1e3, 1e4 and 1e5 scores
+    (``benchmarks/binary_maps.md``; the Bernstein fit bins its rows, the other
+    members read every row).
 
     References
     ----------
