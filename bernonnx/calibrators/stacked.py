@@ -3,8 +3,8 @@ log-odds, the Bernstein polynomial and Venn-Abers, combined by a logistic regres
 non-negative weights on their out-of-fold log-odds.
 
 The rule the corpus study (``benchmarks/quality/corpus_study.py``, ``stack-noid``) chose
-on its tuning tables, before its reporting tables were looked at. The ONNX converter (``converters/stacked.py``) emits the formula
-``predict_proba`` evaluates (see the Notes).
+on its tuning tables, before its reporting tables were looked at. The ONNX converter
+(``converters/stacked.py``) emits the formula ``predict_proba`` evaluates (see the Notes).
 """
 
 from __future__ import annotations
