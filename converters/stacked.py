@@ -15,7 +15,8 @@ On the float64 score ``s`` (N, 1), with ``logit(x) = Log(c) - Log(1 - c)``,
                 (a feature of slope 0 left out: it may be infinite near the float max)
     eta_m = logit(p_m(s))    (Bernstein and Venn-Abers: their own emitters' p)
     e_m = Clip(eta_m, logit(EPS), logit(1 - EPS))
-    q = Sigmoid(((intercept + e_0 * weight_0) + e_1 * weight_1) + ...)
+    q = Sigmoid(Clip(((intercept + e_0 * weight_0) + e_1 * weight_1) + ..., lo, hi))
+                (lo, hi = logit(EPS), logit(1 - EPS): no class gets probability 0 or 1)
     pair: Concat(1 - q, q)
 
 A member of weight 0 is left out: adding ``e * 0`` changes no sum (all of weight 0: the
@@ -106,4 +107,4 @@ def emit_stacked(
             e = _parametric(g, t, fit)
         e = g.node("Clip", [e, lo, hi], f"log_odds_{m.replace('-', '_')}")
         eta = g.node("Add", [eta, g.node("Mul", [e, g.const("weight", float(weight))])])
-    return sigmoid_pair(g, eta, pair)
+    return sigmoid_pair(g, g.node("Clip", [eta, lo, hi], "stack_log_odds"), pair)

@@ -129,7 +129,7 @@ class StackedCalibrator(_ScoreCalibrator):
               eta_m = w_m0 + sum_j w_mj (F_mj(t) - mean_mj) / norm_mj   (parametric)
               eta_m = log(c) - log(1 - c), c = Clip(p_m(s), EPS, 1 - EPS)  (Bernstein,
                                                                      Venn-Abers)
-        q = Sigmoid(intercept_ + sum_m weights_[m] e_m)
+        q = Sigmoid(Clip(intercept_ + sum_m weights_[m] e_m, logit(EPS), logit(1 - EPS)))
         predict_proba = [1 - q, q]
 
     The parametric members minimise the weighted log loss of the 0/1 labels
@@ -150,8 +150,9 @@ class StackedCalibrator(_ScoreCalibrator):
     The parametric members are fitted without a penalty, as the rule was
     chosen: where the score separates the calibration rows without error, their
     slopes grow until the solver stops, and a later row on the wrong side of
-    the gap can get a probability near float64's epsilon (the corpus study's
-    results page shows such a case). The fit costs each member six fits, about
+    the gap can get a probability of float64's epsilon (the corpus study's
+    results page shows such a case): the stack's log-odds are clipped to the
+    members' range, so no class gets probability 0 or 1. The fit costs each member six fits, about
     eight times :class:`~bernonnx.BernsteinCalibrator`'s in that study.
 
     References
@@ -253,7 +254,10 @@ class StackedCalibrator(_ScoreCalibrator):
         eta = self.intercept_ + E[:, 0] * self.weights_[0]
         for m in range(1, E.shape[1]):
             eta = eta + E[:, m] * self.weights_[m]
-        return expit(eta)
+        # the weights may sum above 1 (separated calibration rows: every member at the
+        # clip), and expit rounds to exactly 1 from 37 on: the sum is held to the
+        # members' range, so that no class gets probability 0 or 1
+        return expit(np.clip(eta, LOGIT_LO, LOGIT_HI))
 
 
 def _both(target: np.ndarray) -> bool:

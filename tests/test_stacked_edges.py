@@ -1,0 +1,59 @@
+"""``StackedCalibrator`` at the edges a demanding user reaches: calibration rows the score
+separates (a corpus table as pandas reads it), the exported graph as onnxruntime loads it,
+weights that are shares rather than counts.
+
+One regression test per defect found; ``tests/test_stacked.py`` holds the calibrator's
+main properties.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from _parity import run_onnx, tolerance
+
+from bernonnx import CalibratedClassifier, StackedCalibrator
+from bernonnx.export import to_onnx
+
+#: the corpus beside the checkout (``../shared/data/corpus``); $BERNONNX_CORPUS overrides
+CORPUS = Path(
+    os.environ.get(
+        "BERNONNX_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus"
+    )
+)
+
+
+def corpus_table(name: str) -> pd.DataFrame:
+    """A corpus table as ``pandas.read_csv`` gives it, rows shuffled (seed 0)."""
+    path = CORPUS / f"{name}.csv.gz"
+    if not path.is_file():
+        pytest.skip(f"the corpus table {path} is not there (set BERNONNX_CORPUS)")
+    return pd.read_csv(path).sample(frac=1, random_state=0).reset_index(drop=True)
+
+
+def test_separated_calibration_rows_never_give_probability_0_or_1():
+    # kr_vs_kp (36 int64 columns, string labels) into a bare gradient-boosting model: its
+    # decision values separate the 200 calibration rows. The unpenalised members put
+    # their log-odds at the clip, +-36, and the stack's weights summed to 1.6, so the
+    # stack's log-odds reached +-58: 637 of 1196 test rows got probability exactly 1,
+    # among them a 'nowin' row (its class got probability 0: infinite log loss), and
+    # others 1e-21, where the docstring promised float64's epsilon at worst
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.frozen import FrozenEstimator
+
+    df = corpus_table("kr_vs_kp")
+    X, y = df.drop(columns="target"), df["target"]
+    model = HistGradientBoostingClassifier(max_iter=50, random_state=0).fit(X[:800], y[:800])
+    cc = CalibratedClassifier(FrozenEstimator(model), StackedCalibrator())
+    cc.fit(X[800:1000], y[800:1000])
+    proba = cc.predict_proba(X[2000:])
+    eps = np.finfo(np.float64).eps
+    assert proba.min() >= eps / 2 and proba.max() <= 1 - eps / 2
+    onx = to_onnx(cc, X[2000:2005])
+    _, graph = run_onnx(onx, X[2000:])
+    assert np.abs(graph - proba).max() <= tolerance(np.float64)
+    assert graph.min() > 0 and graph.max() < 1
