@@ -40,9 +40,11 @@ def logit(g: GraphWriter, x: str) -> str:
 
 def _features(g: GraphWriter, t: str, fit) -> list[str]:
     """The parametric member's feature columns (N, 1) each, as ``features``."""
-    zero = g.const("zero", 0.0)
     if fit.family == "affine":
         return [t]
+    # only the families that read it: an unused initializer makes onnxruntime print a
+    # warning at every load of the graph
+    zero = g.const("zero", 0.0)
     if fit.family == "beta":
         abs_t = g.node("Abs", [t])
         r = g.node(

@@ -57,3 +57,28 @@ def test_separated_calibration_rows_never_give_probability_0_or_1():
     _, graph = run_onnx(onx, X[2000:])
     assert np.abs(graph - proba).max() <= tolerance(np.float64)
     assert graph.min() > 0 and graph.max() < 1
+
+
+def test_graph_has_no_unused_initializer():
+    # eeg_eye_state into GaussianNB: the stack uses the affine and Venn-Abers members.
+    # The parametric emitter wrote a 0 constant for every member, the affine one included,
+    # which never reads it: onnxruntime printed "Removing initializer 'cal_zero'. It is not
+    # used by any node" at every load of the graph (to_onnx's own parity check included)
+    import onnx
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.naive_bayes import GaussianNB
+
+    df = corpus_table("eeg_eye_state")
+    X, y = df.drop(columns="target"), df["target"]
+    model = GaussianNB().fit(X[:1000], y[:1000])
+    cc = CalibratedClassifier(FrozenEstimator(model), StackedCalibrator())
+    cc.fit(X[1000:2000], y[1000:2000])
+    (cal,) = cc.calibrated_classifiers_[0].calibrators
+    assert cal.weights_[0] > 0 and np.all(cal.weights_[1:3] == 0)  # affine alone
+    graph = to_onnx(cc, X[:5]).graph
+    read = {name for node in graph.node for name in node.input}
+    for node in graph.node:  # subgraphs read outer initializers too
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                read |= {name for sub in attr.g.node for name in sub.input}
+    assert [i.name for i in graph.initializer if i.name not in read] == []
