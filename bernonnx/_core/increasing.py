@@ -72,11 +72,18 @@ def features(family: str, t: np.ndarray, shape: tuple) -> np.ndarray:
 
 def weighted_percentiles(t: np.ndarray, w: np.ndarray, q) -> np.ndarray:
     """numpy's default (linear) percentiles for unit weights; weighted ones otherwise
-    (the same interpolation on the cumulative weight)."""
+    (the same interpolation on the cumulative weight, weights of mean below 1 first
+    scaled to mean 1)."""
     if np.all(w == 1.0):
         return np.percentile(t, q)
     order = np.argsort(t, kind="stable")
     ts, ws = t[order], w[order]
+    mean = float(ws.mean())
+    if mean < 1.0:
+        # fewer counts than rows (shares summing to 1, say): the rule below would put
+        # them within one position of each other; as many counts as rows instead (the
+        # percentiles of equal shares are those of equal counts)
+        ws = ws / mean
     # a row of integer weight k stands for k copies at positions start .. start + k - 1 of
     # the repeated sorted rows; numpy's rule interpolates linearly between positions
     start = np.cumsum(ws) - ws
