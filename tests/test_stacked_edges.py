@@ -100,3 +100,31 @@ def test_weights_given_as_shares_keep_the_quadratic_members_shape():
     np.testing.assert_allclose(b.shape_, a.shape_, rtol=1e-12)
     grid = np.linspace(s.min() - 1, s.max() + 1, 201)
     np.testing.assert_allclose(b.log_odds(grid), a.log_odds(grid), atol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e300, 1e-310])
+def test_decision_values_at_extreme_scales_fit_without_overflow(scale):
+    # htru2_pulsar's IP_Skewness as decision values, multiplied by 1e200, 1e300 and 1e-310
+    # (the scales docs/guarantees.rst promises the one-score calibrators). The parametric
+    # members' feature norm squared the deviations: 'overflow encountered in square'
+    # escaped from fit, and the norm was inf, so the affine and Beta members were flat;
+    # at 1e-310 the squares underflowed and the norm's floor, 1e-300, flattened them too.
+    # The affine map reads the log-odds linearly: on scaled scores it is the same map
+    import warnings
+
+    df = corpus_table("htru2_pulsar")
+    s, y = df["IP_Skewness"].to_numpy()[:1500], df["target"].to_numpy()[:1500]
+    plain = StackedCalibrator().fit(s, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        big = StackedCalibrator().fit(s * scale, y)
+        grid = np.linspace(s.min() - 1, s.max() + 1, 201)
+        p = big.predict_proba(grid * scale)[:, 1]
+    np.testing.assert_allclose(
+        big.members_["affine"].log_odds(grid * scale),
+        plain.members_["affine"].log_odds(grid),
+        atol=1e-6,
+    )
+    assert np.all(np.diff(p) >= 0) and p.min() > 0 and p.max() < 1
+    _, graph = run_onnx(to_onnx(big, grid[:2, None] * scale), grid[:, None] * scale)
+    assert np.abs(graph[:, 1] - p).max() <= tolerance(np.float64)

@@ -92,6 +92,19 @@ def weighted_percentiles(t: np.ndarray, w: np.ndarray, q) -> np.ndarray:
     return np.interp(np.asarray(q, dtype=np.float64) / 100.0, pos, np.repeat(ts, 2))
 
 
+def _deviation(D: np.ndarray, w: np.ndarray, total: float) -> np.ndarray:
+    """``sqrt(w @ D**2 / total)`` per column; a column whose squares overflow or
+    underflow (log-odds beyond 1e150 or within 1e-150) is first divided by its largest
+    magnitude."""
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.sqrt((w @ D**2) / total)
+        for j in np.flatnonzero(~((out > 1e-150) & (out < 1e150))):
+            big = np.max(np.abs(D[:, j]))
+            if 0.0 < big < np.inf:
+                out[j] = big * np.sqrt((w @ (D[:, j] / big) ** 2) / total)
+    return out
+
+
 class IncreasingLogistic:
     """Logistic regression ``c + F(t) @ w``, ``w >= 0``, on the non-decreasing features of
     ``family`` (see the module docstring). ``fit`` sets ``shape_``, ``mean_``, ``norm_``
@@ -114,7 +127,8 @@ class IncreasingLogistic:
             self.shape_ = (centre, scale, lo, float(max(u.max(), lo + 1e-9)))
         F = features(self.family, t, self.shape_)
         self.mean_ = (w @ F) / total
-        self.norm_ = np.maximum(np.sqrt((w @ (F - self.mean_) ** 2) / total), 1e-300)
+        deviation = _deviation(F - self.mean_, w, total)
+        self.norm_ = np.where(deviation > 0.0, deviation, 1e-300)  # a constant feature
         X = np.hstack([np.ones((F.shape[0], 1)), (F - self.mean_) / self.norm_])
 
         def objective(theta):
