@@ -155,8 +155,10 @@ class StackedCalibrator(_ScoreCalibrator):
     slopes grow until the solver stops, and a later row on the wrong side of
     the gap can get a probability of float64's epsilon (the corpus study's
     results page shows such a case): the stack's log-odds are clipped to the
-    members' range, so no class gets probability 0 or 1. The fit costs each member six fits, about
-    eight times :class:`~bernonnx.BernsteinCalibrator`'s in that study.
+    members' range, so no class gets probability 0 or 1 in float64 (float32
+    scores get float32 probabilities, which round above ``1 - 6e-8`` to 1).
+    The fit costs each member six fits, about eight times
+    :class:`~bernonnx.BernsteinCalibrator`'s in that study.
 
     References
     ----------
