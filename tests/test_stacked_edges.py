@@ -128,3 +128,13 @@ def test_decision_values_at_extreme_scales_fit_without_overflow(scale):
     assert np.all(np.diff(p) >= 0) and p.min() > 0 and p.max() < 1
     _, graph = run_onnx(to_onnx(big, grid[:2, None] * scale), grid[:, None] * scale)
     assert np.abs(graph[:, 1] - p).max() <= tolerance(np.float64)
+
+
+def test_weights_whose_total_overflows_are_refused_by_name():
+    # 1000 htru2_pulsar rows of weight 1e306: every weight is finite but their total is
+    # inf, and the fit failed deep in the Bernstein member's QP with an IndexError (the
+    # Venn-Abers member alone returned NaN probabilities)
+    df = corpus_table("htru2_pulsar")
+    s, y = df["IP_Skewness"].to_numpy()[:1000], df["target"].to_numpy()[:1000]
+    with pytest.raises(ValueError, match="sample_weight"):
+        StackedCalibrator().fit(s, y, sample_weight=np.full(1000, 1e306))
