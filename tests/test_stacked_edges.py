@@ -138,3 +138,24 @@ def test_weights_whose_total_overflows_are_refused_by_name():
     s, y = df["IP_Skewness"].to_numpy()[:1000], df["target"].to_numpy()[:1000]
     with pytest.raises(ValueError, match="sample_weight"):
         StackedCalibrator().fit(s, y, sample_weight=np.full(1000, 1e306))
+
+
+@pytest.mark.parametrize(("n", "seed"), [(6, 2), (7, 11), (8, 1), (10, 21), (30, 0)])
+def test_a_few_rows_fit_quietly_and_stay_off_0_and_1(n, seed):
+    # generated, as an addition to the kr_vs_kp case: on 6 to 10 rows the out-of-fold
+    # members can separate the labels, and the stack's log-odds ran past +-37 (probability
+    # exactly 1) on these seeds before the clip; no warning may escape, the map stays
+    # monotone
+    import warnings
+
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * s))).astype(int)
+    y[:2] = [0, 1]
+    grid = np.sort(np.r_[s, np.linspace(-1e3, 1e3, 201), -1.7e308, 1.7e308])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cal = StackedCalibrator().fit(s, y)
+        p = cal.predict_proba(grid)
+    assert np.all(np.diff(p[:, 1]) >= 0)
+    assert p.min() > 0 and p.max() < 1
