@@ -92,6 +92,17 @@ def weighted_percentiles(t: np.ndarray, w: np.ndarray, q) -> np.ndarray:
     return np.interp(np.asarray(q, dtype=np.float64) / 100.0, pos, np.repeat(ts, 2))
 
 
+def _mean(F: np.ndarray, w: np.ndarray, total: float) -> np.ndarray:
+    """``w @ F / total`` per column; a column whose sum overflows (several log-odds
+    near the float maximum) is first divided by its largest magnitude."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (w @ F) / total
+        for j in np.flatnonzero(~np.isfinite(out)):
+            big = np.max(np.abs(F[:, j]))
+            out[j] = big * ((w @ (F[:, j] / big)) / total)
+    return out
+
+
 def _deviation(D: np.ndarray, w: np.ndarray, total: float) -> np.ndarray:
     """``sqrt(w @ D**2 / total)`` per column; a column whose squares overflow or
     underflow (log-odds beyond 1e150 or within 1e-150) is first divided by its largest
@@ -126,7 +137,7 @@ class IncreasingLogistic:
             lo = float(u.min())
             self.shape_ = (centre, scale, lo, float(max(u.max(), lo + 1e-9)))
         F = features(self.family, t, self.shape_)
-        self.mean_ = (w @ F) / total
+        self.mean_ = _mean(F, w, total)
         deviation = _deviation(F - self.mean_, w, total)
         self.norm_ = np.where(deviation > 0.0, deviation, 1e-300)  # a constant feature
         X = np.hstack([np.ones((F.shape[0], 1)), (F - self.mean_) / self.norm_])
