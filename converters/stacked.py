@@ -7,7 +7,7 @@ On the float64 score ``s`` (N, 1), with ``logit(x) = Log(c) - Log(1 - c)``,
     t = s (input_ = "logits") | logit(s) (input_ = "proba")
     affine:     F = [t]
     beta:       r = Log(1 + Exp(Neg(Abs(t))));  F = [Min(t, 0) - r, Max(t, 0) + r]
-    quadratic:  u = (t - centre) / scale;  a = Abs(u)
+    quadratic:  u = Clip((t - centre) / scale, -MAX, MAX);  a = Abs(u)   (MAX: float max)
                 u = Where(a > 4, Sign(u) * (4 + Log(1 + Max(a - 4, 0))), u)
                 uc = Min(Max(u, lo), hi);  h = ((uc - lo) * (uc - lo)) / (2 (hi - lo))
                 F = [((uc - lo) - h) + Min(u - lo, 0), h + Max(u - hi, 0)]
@@ -25,6 +25,7 @@ first is kept, for the rows' shape).
 
 from __future__ import annotations
 
+from bernonnx._core.increasing import FLOAT_MAX
 from bernonnx.calibrators.stacked import EPS, LOGIT_HI, LOGIT_LO, MEMBERS
 from bernonnx.converters._graph import GraphWriter
 from bernonnx.converters.bernstein import emit_bernstein
@@ -57,6 +58,7 @@ def _features(g: GraphWriter, t: str, fit) -> list[str]:
     centre, scale, lo, hi = (float(v) for v in fit.shape_)
     four = g.const("four", 4.0)
     u = g.node("Div", [g.node("Sub", [t, g.const("centre", centre)]), g.const("scale", scale)])
+    u = g.node("Clip", [u, g.const("minus_max", -FLOAT_MAX), g.const("max", FLOAT_MAX)])
     a = g.node("Abs", [u])
     excess = g.node("Max", [g.node("Sub", [a, four]), zero])
     far = g.node("Add", [four, g.node("Log", [g.node("Add", [g.const("one", 1.0), excess])])])

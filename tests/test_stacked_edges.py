@@ -161,16 +161,20 @@ def test_a_few_rows_fit_quietly_and_stay_off_0_and_1(n, seed):
     assert p.min() > 0 and p.max() < 1
 
 
+@pytest.mark.parametrize("unit", [1.0, 0.1])
 @pytest.mark.parametrize("big", [1e308, -np.finfo(np.float64).max])
-def test_calibration_scores_at_the_float_maximum_fit_quietly(big):
-    # htru2_pulsar's IP_Skewness with its first three rows set to +-1e308 or the float
-    # maximum (finite scores, as a saturated decision function gives them): the
-    # parametric members' feature mean summed them to inf ('overflow encountered in
-    # matmul' escaped from fit) and kept mean_ = +-inf
+def test_calibration_scores_at_the_float_maximum_fit_quietly(big, unit):
+    # htru2_pulsar's IP_Skewness (in units of 1 and 0.1) with its first three rows set to
+    # +-1e308 or the float maximum (finite scores, as a saturated decision function gives
+    # them): the parametric members' feature mean summed them to inf ('overflow
+    # encountered in matmul' escaped from fit) and kept mean_ = +-inf; in units of 0.1
+    # (interquartile range below 1) the quadratic member's (t - centre) / scale overflowed
+    # too ('overflow encountered in divide'), its fitted range was infinite and its mean NaN
     import warnings
 
     df = corpus_table("htru2_pulsar")
-    s, y = df["IP_Skewness"].to_numpy()[:1000].copy(), df["target"].to_numpy()[:1000]
+    s = df["IP_Skewness"].to_numpy()[:1000] * unit
+    y = df["target"].to_numpy()[:1000]
     s[:3] = big
     grid = np.sort(np.r_[s, np.linspace(-50, 50, 201), -big, big])
     with warnings.catch_warnings():
@@ -180,6 +184,7 @@ def test_calibration_scores_at_the_float_maximum_fit_quietly(big):
     for m in ("affine", "beta", "quadratic"):
         fit = cal.members_[m]
         assert np.isfinite(fit.mean_).all() and np.isfinite(fit.norm_).all()
+    assert np.isfinite(cal.members_["quadratic"].shape_).all()
     assert np.all(np.diff(p) >= 0) and p.min() > 0 and p.max() < 1
     _, graph = run_onnx(to_onnx(cal, grid[:2, None]), grid[:, None])
     assert np.abs(graph[:, 1] - p).max() <= tolerance(np.float64)

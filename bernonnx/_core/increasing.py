@@ -26,6 +26,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 FAMILIES = ("affine", "beta", "quadratic")
+FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
 def row_loss(y: np.ndarray, eta: np.ndarray) -> np.ndarray:
@@ -42,8 +43,11 @@ def softplus_pair(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def squash(t: np.ndarray, centre: float, scale: float) -> np.ndarray:
     """``u = (t - centre) / scale``, log-compressed beyond 4: ``sign(u) (4 + log(1 + |u|
-    - 4))`` (``log(1 + x)`` as written, the graph's Log of an Add)."""
-    u = (t - centre) / scale
+    - 4))`` (``log(1 + x)`` as written, the graph's Log of an Add); ``u`` beyond the
+    float range is held at the float maximum (the graph's Clip), so that log-odds near it
+    (a scale below 1) keep finite features."""
+    with np.errstate(over="ignore"):
+        u = np.clip((t - centre) / scale, -FLOAT_MAX, FLOAT_MAX)
     a = np.abs(u)
     return np.where(a > 4.0, np.sign(u) * (4.0 + np.log(1.0 + np.maximum(a - 4.0, 0.0))), u)
 
