@@ -1,6 +1,7 @@
 """``StackedCalibrator`` at the edges a demanding user reaches: calibration rows the score
 separates (a corpus table as pandas reads it), the exported graph as onnxruntime loads it,
-weights that are shares rather than counts.
+weights that are shares rather than counts or whose total overflows, decision values at
+1e300, 1e-310 and the float maximum, a handful of rows.
 
 One regression test per defect found; ``tests/test_stacked.py`` holds the calibrator's
 main properties.
@@ -9,6 +10,7 @@ main properties.
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,11 @@ def corpus_table(name: str) -> pd.DataFrame:
     path = CORPUS / f"{name}.csv.gz"
     if not path.is_file():
         pytest.skip(f"the corpus table {path} is not there (set BERNONNX_CORPUS)")
+    return _read(path).copy()
+
+
+@cache
+def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path).sample(frac=1, random_state=0).reset_index(drop=True)
 
 
