@@ -195,8 +195,16 @@ def check_weights(sample_weight, s: np.ndarray) -> np.ndarray:
         return np.ones(_num_samples(s))
     w = _check_sample_weight(sample_weight, s, dtype=np.float64, ensure_non_negative=True)
     _finite_or_raise(w, "sample_weight")
-    if not w.sum() > 0:
+    with np.errstate(over="ignore"):  # an overflowing total is refused below
+        total = w.sum()
+    if not total > 0:
         raise ValueError("sample_weight sums to zero: nothing to fit")
+    if not np.isfinite(total):
+        # every fit sums the weights (losses, statistics): inf there breaks them all
+        raise ValueError(
+            f"sample_weight sums to inf in float64 (largest weight {w.max():.3g}); divide "
+            "the weights by a common factor"
+        )
     return w
 
 

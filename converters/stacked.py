@@ -7,7 +7,7 @@ On the float64 score ``s`` (N, 1), with ``logit(x) = Log(c) - Log(1 - c)``,
     t = s (input_ = "logits") | logit(s) (input_ = "proba")
     affine:     F = [t]
     beta:       r = Log(1 + Exp(Neg(Abs(t))));  F = [Min(t, 0) - r, Max(t, 0) + r]
-    quadratic:  u = (t - centre) / scale;  a = Abs(u)
+    quadratic:  u = Clip((t - centre) / scale, -MAX, MAX);  a = Abs(u)   (MAX: float max)
                 u = Where(a > 4, Sign(u) * (4 + Log(1 + Max(a - 4, 0))), u)
                 uc = Min(Max(u, lo), hi);  h = ((uc - lo) * (uc - lo)) / (2 (hi - lo))
                 F = [((uc - lo) - h) + Min(u - lo, 0), h + Max(u - hi, 0)]
@@ -15,7 +15,8 @@ On the float64 score ``s`` (N, 1), with ``logit(x) = Log(c) - Log(1 - c)``,
                 (a feature of slope 0 left out: it may be infinite near the float max)
     eta_m = logit(p_m(s))    (Bernstein and Venn-Abers: their own emitters' p)
     e_m = Clip(eta_m, logit(EPS), logit(1 - EPS))
-    q = Sigmoid(Clip(((intercept + e_0 * weight_0) + e_1 * weight_1) + ..., -bound, bound))
+    q = Sigmoid(Clip(((intercept + e_0 * weight_0) + e_1 * weight_1) + ..., -b, b))
+                (b = min(logit_bound, logit(1 - EPS)): no class gets probability 0 or 1)
     pair: Concat(1 - q, q)
 
 A member of weight 0 is left out: adding ``e * 0`` changes no sum (all of weight 0: the
@@ -24,6 +25,7 @@ first is kept, for the rows' shape).
 
 from __future__ import annotations
 
+from bernonnx._core.increasing import FLOAT_MAX
 from bernonnx.calibrators.stacked import EPS, LOGIT_HI, LOGIT_LO, MEMBERS
 from bernonnx.converters._graph import GraphWriter
 from bernonnx.converters.bernstein import emit_bernstein
@@ -39,9 +41,11 @@ def logit(g: GraphWriter, x: str) -> str:
 
 def _features(g: GraphWriter, t: str, fit) -> list[str]:
     """The parametric member's feature columns (N, 1) each, as ``features``."""
-    zero = g.const("zero", 0.0)
     if fit.family == "affine":
         return [t]
+    # only the families that read it: an unused initializer makes onnxruntime print a
+    # warning at every load of the graph
+    zero = g.const("zero", 0.0)
     if fit.family == "beta":
         abs_t = g.node("Abs", [t])
         r = g.node(
@@ -54,6 +58,7 @@ def _features(g: GraphWriter, t: str, fit) -> list[str]:
     centre, scale, lo, hi = (float(v) for v in fit.shape_)
     four = g.const("four", 4.0)
     u = g.node("Div", [g.node("Sub", [t, g.const("centre", centre)]), g.const("scale", scale)])
+    u = g.node("Clip", [u, g.const("minus_max", -FLOAT_MAX), g.const("max", FLOAT_MAX)])
     a = g.node("Abs", [u])
     excess = g.node("Max", [g.node("Sub", [a, four]), zero])
     far = g.node("Add", [four, g.node("Log", [g.node("Add", [g.const("one", 1.0), excess])])])
@@ -106,6 +111,6 @@ def emit_stacked(
             e = _parametric(g, t, fit)
         e = g.node("Clip", [e, lo, hi], f"log_odds_{m.replace('-', '_')}")
         eta = g.node("Add", [eta, g.node("Mul", [e, g.const("weight", float(weight))])])
-    bound = float(cal.logit_bound)
+    bound = min(float(cal.logit_bound), LOGIT_HI)
     eta = g.node("Clip", [eta, g.const("minus_bound", -bound), g.const("bound", bound)], "eta")
     return sigmoid_pair(g, eta, pair)

@@ -26,6 +26,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 FAMILIES = ("affine", "beta", "quadratic")
+FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
 def row_loss(y: np.ndarray, eta: np.ndarray) -> np.ndarray:
@@ -42,8 +43,11 @@ def softplus_pair(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def squash(t: np.ndarray, centre: float, scale: float) -> np.ndarray:
     """``u = (t - centre) / scale``, log-compressed beyond 4: ``sign(u) (4 + log(1 + |u|
-    - 4))`` (``log(1 + x)`` as written, the graph's Log of an Add)."""
-    u = (t - centre) / scale
+    - 4))`` (``log(1 + x)`` as written, the graph's Log of an Add); ``u`` beyond the
+    float range is held at the float maximum (the graph's Clip), so that log-odds near it
+    (a scale below 1) keep finite features."""
+    with np.errstate(over="ignore"):
+        u = np.clip((t - centre) / scale, -FLOAT_MAX, FLOAT_MAX)
     a = np.abs(u)
     return np.where(a > 4.0, np.sign(u) * (4.0 + np.log(1.0 + np.maximum(a - 4.0, 0.0))), u)
 
@@ -72,17 +76,48 @@ def features(family: str, t: np.ndarray, shape: tuple) -> np.ndarray:
 
 def weighted_percentiles(t: np.ndarray, w: np.ndarray, q) -> np.ndarray:
     """numpy's default (linear) percentiles for unit weights; weighted ones otherwise
-    (the same interpolation on the cumulative weight)."""
+    (the same interpolation on the cumulative weight, weights of mean below 1 first
+    scaled to mean 1)."""
     if np.all(w == 1.0):
         return np.percentile(t, q)
     order = np.argsort(t, kind="stable")
     ts, ws = t[order], w[order]
+    mean = float(ws.mean())
+    if mean < 1.0:
+        # fewer counts than rows (shares summing to 1, say): the rule below would put
+        # them within one position of each other; as many counts as rows instead (the
+        # percentiles of equal shares are those of equal counts)
+        ws = ws / mean
     # a row of integer weight k stands for k copies at positions start .. start + k - 1 of
     # the repeated sorted rows; numpy's rule interpolates linearly between positions
     start = np.cumsum(ws) - ws
     end = start + np.maximum(ws - 1.0, 0.0)
     pos = np.stack([start, end], axis=1).ravel() / max(float(ws.sum()) - 1.0, 1e-300)
     return np.interp(np.asarray(q, dtype=np.float64) / 100.0, pos, np.repeat(ts, 2))
+
+
+def _mean(F: np.ndarray, w: np.ndarray, total: float) -> np.ndarray:
+    """``w @ F / total`` per column; a column whose sum overflows (several log-odds
+    near the float maximum) is first divided by its largest magnitude."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (w @ F) / total
+        for j in np.flatnonzero(~np.isfinite(out)):
+            big = np.max(np.abs(F[:, j]))
+            out[j] = big * ((w @ (F[:, j] / big)) / total)
+    return out
+
+
+def _deviation(D: np.ndarray, w: np.ndarray, total: float) -> np.ndarray:
+    """``sqrt(w @ D**2 / total)`` per column; a column whose squares overflow or
+    underflow (log-odds beyond 1e150 or within 1e-150) is first divided by its largest
+    magnitude."""
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.sqrt((w @ D**2) / total)
+        for j in np.flatnonzero(~((out > 1e-150) & (out < 1e150))):
+            big = np.max(np.abs(D[:, j]))
+            if 0.0 < big < np.inf:
+                out[j] = big * np.sqrt((w @ (D[:, j] / big) ** 2) / total)
+    return out
 
 
 class IncreasingLogistic:
@@ -106,8 +141,9 @@ class IncreasingLogistic:
             lo = float(u.min())
             self.shape_ = (centre, scale, lo, float(max(u.max(), lo + 1e-9)))
         F = features(self.family, t, self.shape_)
-        self.mean_ = (w @ F) / total
-        self.norm_ = np.maximum(np.sqrt((w @ (F - self.mean_) ** 2) / total), 1e-300)
+        self.mean_ = _mean(F, w, total)
+        deviation = _deviation(F - self.mean_, w, total)
+        self.norm_ = np.where(deviation > 0.0, deviation, 1e-300)  # a constant feature
         X = np.hstack([np.ones((F.shape[0], 1)), (F - self.mean_) / self.norm_])
 
         def objective(theta):

@@ -85,7 +85,12 @@ class StackedCalibrator(_ScoreCalibrator):
     Non-decreasing in the score: every member is, and the weights are
     non-negative (strictly increasing when a strictly increasing member, the
     Bernstein polynomial or a parametric map with a positive slope, has a
-    positive weight).
+    positive weight, except where the stack's log-odds reach their clip, +-36:
+    probabilities eps and 1 - eps, see the Notes). The Bernstein member's
+    evaluation rounds: between scores a few ulps apart its probability can drop
+    by up to ``2 d eps`` (the guarantees page), and the stack passes such a drop
+    on, times its weight (1.2e-15 measured, scores -0.3 and
+    -0.29999999999999998).
 
     Parameters
     ----------
@@ -139,7 +144,8 @@ class StackedCalibrator(_ScoreCalibrator):
               eta_m = w_m0 + sum_j w_mj (F_mj(t) - mean_mj) / norm_mj   (parametric)
               eta_m = log(c) - log(1 - c), c = Clip(p_m(s), EPS, 1 - EPS)  (Bernstein,
                                                                      Venn-Abers)
-        q = Sigmoid(Clip(intercept_ + sum_m weights_[m] e_m, -logit_bound, logit_bound))
+        q = Sigmoid(Clip(intercept_ + sum_m weights_[m] e_m, -b, b)),
+            b = min(logit_bound, logit(1 - EPS))
         predict_proba = [1 - q, q]
 
     The parametric members minimise the weighted log loss of the 0/1 labels
@@ -159,10 +165,13 @@ class StackedCalibrator(_ScoreCalibrator):
 
     The parametric members and the stack are fitted without a penalty, as the
     rule was chosen: where the score separates the calibration rows without
-    error, their slopes grow until the solver stops, and only ``logit_bound``
-    keeps a later row on the wrong side of the gap from a probability of 0 or
-    1 (it then gets ``sigmoid(-logit_bound)``; the corpus study's results page
-    shows such a case). The fit costs each member six fits: 12, 20 and 89 times
+    error, their slopes grow until the solver stops, and only the clip keeps a
+    later row on the wrong side of the gap from a probability of 0 or 1 (it then
+    gets ``sigmoid(-logit_bound)``; the corpus study's results page shows such a
+    case). The clip is never wider than the members' range, ``logit(EPS)``, so no
+    class gets probability 0 or 1 in float64, whatever ``logit_bound`` (float32
+    scores get float32 probabilities, which round above ``1 - 6e-8`` to 1). The
+    fit costs each member six fits: 12, 20 and 89 times
     :class:`~bernonnx.BernsteinCalibrator`'s at 1e3, 1e4 and 1e5 scores
     (``benchmarks/binary_maps.md``; the Bernstein fit bins its rows, the other
     members read every row).
@@ -276,7 +285,10 @@ class StackedCalibrator(_ScoreCalibrator):
         eta = self.intercept_ + E[:, 0] * self.weights_[0]
         for m in range(1, E.shape[1]):
             eta = eta + E[:, m] * self.weights_[m]
-        bound = float(self.logit_bound)
+        # the weights may sum above 1 (separated calibration rows: every member at the
+        # clip), and expit rounds to exactly 1 from 37 on: the sum is held to the bound,
+        # never wider than the members' range, so that no class gets probability 0 or 1
+        bound = min(float(self.logit_bound), LOGIT_HI)
         return expit(np.minimum(np.maximum(eta, -bound), bound))
 
 
