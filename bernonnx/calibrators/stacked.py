@@ -85,8 +85,8 @@ class StackedCalibrator(_ScoreCalibrator):
     Non-decreasing in the score: every member is, and the weights are
     non-negative (strictly increasing when a strictly increasing member, the
     Bernstein polynomial or a parametric map with a positive slope, has a
-    positive weight, except where the stack's log-odds reach their clip, +-36:
-    probabilities eps and 1 - eps, see the Notes). The Bernstein member's
+    positive weight, except where the stack's log-odds reach their clip,
+    ``logit_bound``: flat there, see the Notes). The Bernstein member's
     evaluation rounds: between scores a few ulps apart its probability can drop
     by up to ``2 d eps`` (the guarantees page), and the stack passes such a drop
     on, times its weight (1.2e-15 measured, scores -0.3 and
