@@ -101,7 +101,7 @@ class Config:
 
 
 FULL = Config("full", None, 2000, 10, 500, 11, 10, 1000)
-QUICK = Config("quick", 40_000, 2000, 2, 200, 5, 5, 300)
+QUICK = Config("quick", 40_000, 2000, 1, 200, 3, 2, 100)
 
 
 @dataclass

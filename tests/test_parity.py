@@ -903,6 +903,9 @@ def fitted_three_model_fusion(n_classes):
 
 
 @pytest.mark.slow  # every supported base model, folds and a fusion in one graph
+# one xdist worker for the four cases, so the cached fit above serves both dtypes: sent
+# to two workers, each case refitted (6 s each, the export and check 0.1 to 1 s)
+@pytest.mark.xdist_group("three_model_fusion")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_one_graph_holds_every_base_model_and_the_fusion(n_classes, dtype):
