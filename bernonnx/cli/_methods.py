@@ -35,7 +35,8 @@ class _Method:
     make: Callable[[], object] | None = None
     needs_probabilities: bool = False
     #: in ``compare``'s default set and the demo; False for temperature scaling, which
-    #: reads logits where the command line's scores are often probabilities
+    #: reads logits where the command line's scores are often probabilities, and for a
+    #: variant fitted on request only (``Variant.on_request``: the stack's slow fit)
     by_default: bool = True
 
     @property
@@ -51,7 +52,7 @@ def _registry_methods() -> tuple[_Method, ...]:
             "multi" if entry.multi else "1d",
             functools.partial(entry.make, variant),
             variant.needs_probabilities,
-            by_default=not entry.multiclass,
+            by_default=not entry.multiclass and not variant.on_request,
         )
         for entry in CALIBRATORS
         for variant in entry.variants
