@@ -33,7 +33,12 @@ def beta_features(g: GraphWriter, s: str, cal) -> tuple[str, str]:
     if cal.input_ == "proba":
         log_c, log_1mc = clipped_logs(g, s, cal.eps)
         return log_c, g.node("Neg", [log_1mc])
-    zero = g.const("zero", 0.0)
+    return softplus_pair(g, s, g.const("zero", 0.0))
+
+
+def softplus_pair(g: GraphWriter, s: str, zero: str) -> tuple[str, str]:
+    """``-softplus(-s)`` and ``softplus(s)`` as ``bernonnx._core.increasing.softplus_pair``:
+    ``r = Log(1 + Exp(Neg(Abs(s))))``, ``Min(s, 0) - r`` and ``Max(s, 0) + r``."""
     r = g.node(
         "Log",
         [

@@ -27,16 +27,10 @@ from __future__ import annotations
 
 from bernonnx._core.increasing import FLOAT_MAX
 from bernonnx.calibrators.stacked import EPS, LOGIT_HI, LOGIT_LO, MEMBERS
-from bernonnx.converters._graph import GraphWriter
+from bernonnx.converters._graph import GraphWriter, clipped_log_odds
 from bernonnx.converters.bernstein import emit_bernstein
-from bernonnx.converters.beta import clipped_logs, sigmoid_pair
+from bernonnx.converters.beta import sigmoid_pair, softplus_pair
 from bernonnx.converters.venn_abers import emit_venn_abers
-
-
-def logit(g: GraphWriter, x: str) -> str:
-    """``Log(c) - Log(1 - c)`` of ``c = Clip(x, EPS, 1 - EPS)``."""
-    log_c, log_1mc = clipped_logs(g, x, EPS)
-    return g.node("Sub", [log_c, log_1mc], "logit")
 
 
 def _features(g: GraphWriter, t: str, fit) -> list[str]:
@@ -47,14 +41,7 @@ def _features(g: GraphWriter, t: str, fit) -> list[str]:
     # warning at every load of the graph
     zero = g.const("zero", 0.0)
     if fit.family == "beta":
-        abs_t = g.node("Abs", [t])
-        r = g.node(
-            "Log", [g.node("Add", [g.const("one", 1.0), g.node("Exp", [g.node("Neg", [abs_t])])])]
-        )
-        return [
-            g.node("Sub", [g.node("Min", [t, zero]), r]),
-            g.node("Add", [g.node("Max", [t, zero]), r]),
-        ]
+        return list(softplus_pair(g, t, zero))
     centre, scale, lo, hi = (float(v) for v in fit.shape_)
     four = g.const("four", 4.0)
     u = g.node("Div", [g.node("Sub", [t, g.const("centre", centre)]), g.const("scale", scale)])
@@ -96,7 +83,7 @@ def emit_stacked(
 ) -> str:
     """P(y = 1) (N, 1), or ``[1 - p, p]`` (N, 2) with ``pair``, of the (N, 1) float64
     ``scores``. ``basis`` is the Bernstein member's basis option."""
-    t = scores if cal.input_ == "logits" else logit(g, scores)
+    t = scores if cal.input_ == "logits" else clipped_log_odds(g, scores, EPS)
     lo, hi = g.const("logit_lo", LOGIT_LO), g.const("logit_hi", LOGIT_HI)
     eta = g.const("intercept", float(cal.intercept_))
     used = [i for i, weight in enumerate(cal.weights_) if weight != 0.0] or [0]
@@ -104,9 +91,9 @@ def emit_stacked(
         m, weight = MEMBERS[i], cal.weights_[i]
         fit = cal.members_[m]
         if m == "bernstein":
-            e = logit(g, emit_bernstein(g, scores, fit, pair=False, basis=basis))
+            e = clipped_log_odds(g, emit_bernstein(g, scores, fit, pair=False, basis=basis), EPS)
         elif m == "venn-abers":
-            e = logit(g, emit_venn_abers(g, scores, fit, pair=False))
+            e = clipped_log_odds(g, emit_venn_abers(g, scores, fit, pair=False), EPS)
         else:
             e = _parametric(g, t, fit)
         e = g.node("Clip", [e, lo, hi], f"log_odds_{m.replace('-', '_')}")

@@ -34,6 +34,28 @@ def row_loss(y: np.ndarray, eta: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, eta) - y * eta
 
 
+def nonnegative_logistic(
+    F: np.ndarray, y: np.ndarray, w: np.ndarray, theta: np.ndarray, options=None
+) -> np.ndarray:
+    """Intercept and non-negative coefficients of the weighted logistic regression of the
+    0/1 labels ``y`` on the columns of ``F``: L-BFGS-B from ``theta`` (``options`` to
+    scipy's, None for its defaults). The parametric members and the stack both fit it."""
+    X = np.hstack([np.ones((F.shape[0], 1)), F])
+    total = float(w.sum())
+
+    def objective(coef):
+        eta = X @ coef
+        return (w @ row_loss(y, eta)) / total, X.T @ (w * (expit(eta) - y)) / total
+
+    bounds = [(None, None)] + [(0.0, None)] * F.shape[1]
+    with warnings.catch_warnings():
+        # exp overflow at the line search's trial points is harmless (a huge loss)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options=options)  # fmt: skip
+    return res.x
+
+
 def softplus_pair(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``-softplus(-t)`` and ``softplus(t)`` with ``r = log(1 + exp(-|t|))`` (as the graph:
     ``min(t, 0) - r`` and ``max(t, 0) + r``, no overflow)."""
@@ -144,24 +166,13 @@ class IncreasingLogistic:
         self.mean_ = _mean(F, w, total)
         deviation = _deviation(F - self.mean_, w, total)
         self.norm_ = np.where(deviation > 0.0, deviation, 1e-300)  # a constant feature
-        X = np.hstack([np.ones((F.shape[0], 1)), (F - self.mean_) / self.norm_])
-
-        def objective(theta):
-            eta = X @ theta
-            return (w @ row_loss(y, eta)) / total, X.T @ (w * (expit(eta) - y)) / total
-
-        theta = np.zeros(X.shape[1])
+        theta = np.zeros(F.shape[1] + 1)
         rate = float(w @ y) / total
         theta[0] = np.log((rate + 1e-9) / (1.0 - rate + 1e-9))
-        bounds = [(None, None)] + [(0.0, None)] * F.shape[1]
-        with warnings.catch_warnings():
-            # exp overflow in the line search's trial points is harmless (a huge loss)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = minimize(
-                objective, theta, jac=True, method="L-BFGS-B", bounds=bounds,
-                options={"maxiter": 500, "gtol": 1e-10, "ftol": 1e-14},
-            )  # fmt: skip
-        self.w_ = res.x
+        self.w_ = nonnegative_logistic(
+            (F - self.mean_) / self.norm_, y, w, theta,
+            options={"maxiter": 500, "gtol": 1e-10, "ftol": 1e-14},
+        )  # fmt: skip
         return self
 
     def log_odds(self, t: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from numbers import Real
 
 import numpy as np
 
+from bernonnx._core.increasing import softplus_pair
 from bernonnx._validation import Interval, StrOptions
 
 #: The parameters every binary map here shares.
@@ -55,7 +56,13 @@ def logit(est, s: np.ndarray) -> np.ndarray:
     check_range(est, s, est.input_)
     if est.input_ == "logits":
         return s
-    c = clipped(s, est.eps)
+    return clipped_log_odds(s, est.eps)
+
+
+def clipped_log_odds(p: np.ndarray, eps: float) -> np.ndarray:
+    """``log(c) - log(1 - c)`` of ``c = clipped(p, eps)`` (``1 - c`` as the graph writes
+    it, where ``bernonnx._core.transforms.clipped_log_odds`` takes ``log1p(-c)``)."""
+    c = clipped(p, eps)
     return np.log(c) - np.log(1.0 - c)
 
 
@@ -71,5 +78,4 @@ def log_p_and_log_q(est, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if est.input_ == "proba":
         c = clipped(s, est.eps)
         return np.log(c), -np.log(1.0 - c)
-    r = np.log(1.0 + np.exp(-np.abs(s)))
-    return np.minimum(s, 0.0) - r, np.maximum(s, 0.0) + r
+    return softplus_pair(s)

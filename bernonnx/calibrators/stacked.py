@@ -14,16 +14,20 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit
 
 from bernonnx._base import _ScoreCalibrator
-from bernonnx._core.increasing import FAMILIES, IncreasingLogistic, row_loss
+from bernonnx._core.increasing import (
+    FAMILIES,
+    IncreasingLogistic,
+    nonnegative_logistic,
+    row_loss,
+)
 from bernonnx._core.newton import single_blas_thread
 from bernonnx._core.points import fold_of
 from bernonnx._validation import Interval, StrOptions, _fit_context, fit_inputs
 
-from ._input import check_range, resolve_input
+from ._input import check_range, clipped_log_odds, resolve_input
 from .bernstein import BernsteinCalibrator
 from .venn_abers import VennAbersCalibrator
 
@@ -37,39 +41,19 @@ MEMBERS = (*FAMILIES, "bernstein", "venn-abers")
 N_FOLDS = 5
 
 
-def clipped_logit(p: np.ndarray) -> np.ndarray:
-    """``log(c) - log(1 - c)`` of ``c = min(max(p, EPS), 1 - EPS)`` (the graph's Clip,
-    Log, Sub; ``1 - c`` as written there)."""
-    c = np.minimum(np.maximum(p, EPS), 1.0 - EPS)
-    return np.log(c) - np.log(1.0 - c)
-
-
 #: the members' log-odds are clipped to those of ``[EPS, 1 - EPS]``
 LOGIT_LO, LOGIT_HI = (
-    float(clipped_logit(np.array([0.0]))[0]),
-    float(clipped_logit(np.array([1.0]))[0]),
+    float(clipped_log_odds(np.array([0.0]), EPS)[0]),
+    float(clipped_log_odds(np.array([1.0]), EPS)[0]),
 )
 
 
 def stack_weights(E: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Intercept and non-negative weights of the weighted logistic regression of ``y`` on
     the columns of ``E`` (L-BFGS-B from equal weights ``1 / k``)."""
-    n, k = E.shape
-    X = np.hstack([np.ones((n, 1)), E])
-    total = float(w.sum())
-
-    def objective(theta):
-        eta = X @ theta
-        return (w @ row_loss(y, eta)) / total, X.T @ (w * (expit(eta) - y)) / total
-
-    theta = np.zeros(k + 1)
-    theta[1:] = 1.0 / k
-    with warnings.catch_warnings():
-        # exp overflow at the line search's trial points is harmless (a huge loss)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = minimize(objective, theta, jac=True, method="L-BFGS-B",
-                       bounds=[(None, None)] + [(0.0, None)] * k)  # fmt: skip
-    return res.x
+    theta = np.zeros(E.shape[1] + 1)
+    theta[1:] = 1.0 / E.shape[1]
+    return nonnegative_logistic(E, y, w, theta)
 
 
 class StackedCalibrator(_ScoreCalibrator):
@@ -231,13 +215,13 @@ class StackedCalibrator(_ScoreCalibrator):
 
     def _log_odds(self, s: np.ndarray) -> np.ndarray:
         check_range(self, s, self.input_)
-        return s if self.input_ == "logits" else clipped_logit(s)
+        return s if self.input_ == "logits" else clipped_log_odds(s, EPS)
 
     def _member_log_odds(self, fitted: dict, s: np.ndarray) -> np.ndarray:
         """(n, 5) clipped log-odds of the fitted members at scores ``s``."""
         t = self._log_odds(s)
         cols = [fitted[f].log_odds(t) for f in FAMILIES]
-        cols += [clipped_logit(fitted[m]._positive_proba(s)) for m in MEMBERS[3:]]
+        cols += [clipped_log_odds(fitted[m]._positive_proba(s), EPS) for m in MEMBERS[3:]]
         return np.clip(np.stack(cols, axis=1), LOGIT_LO, LOGIT_HI)
 
     @staticmethod
